@@ -1,0 +1,77 @@
+"""The ``nsightwrap`` command line (Typer). Commands live one per module in this package.
+
+Every NsightwrapError ends as one red line on stderr and its exit code; ``--debug`` shows the
+traceback instead.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from nsightwrap import __version__
+from nsightwrap.errors import EXIT_INTERRUPTED, NsightwrapError
+
+app = typer.Typer(
+    name="nsightwrap",
+    help=(
+        "GPU kernel timings you can trust.\n\n"
+        "Runs your benchmark plain, under Nsight Compute (ncu --clock-control none) and under "
+        "Nsight Systems, ties every kernel to its benchmark through NVTX ranges, brings all "
+        "durations to one SM clock and explains every disagreement."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_state = {"debug": False}
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"nsightwrap {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an error."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    _state["debug"] = debug
+
+
+def _register() -> None:
+    # Each module adds its command to ``app`` on import.
+    import importlib
+
+    for mod in ("inspect_cmd", "profile_cmd", "report_cmd", "compare_cmd"):
+        try:
+            importlib.import_module(f"nsightwrap.cli.{mod}")
+        except ModuleNotFoundError as exc:  # a command not built yet must not break the others
+            if exc.name != f"nsightwrap.cli.{mod}":
+                raise
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the console script and of ``python -m nsightwrap``."""
+    _register()
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        # standalone mode: Typer prints usage errors itself and exits 2.
+        app(args=argv, prog_name="nsightwrap")
+    except NsightwrapError as exc:
+        if debug:
+            raise
+        err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("[bold red]interrupted[/]")
+        sys.exit(EXIT_INTERRUPTED)
