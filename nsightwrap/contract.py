@@ -28,3 +28,27 @@ ITER_PREFIX = "iter"
 #: Sidecar written by the timer in the plain pass: ``<run dir>/plain/timer-<pid>.json``.
 SIDECAR_GLOB = "timer-*.json"
 SIDECAR_FORMAT = "nsightwrap-timer"
+#: Version of the timer sidecar format (docs/contracts.md lists the fields).
+SIDECAR_VERSION = 1
+
+#: Under the ncu pass, ``1`` makes the timer also bracket each measured call with
+#: cudaProfilerStart/Stop, so that ``ncu --profile-from-start off`` profiles exactly the measured
+#: kernels without relying on an NVTX filter.
+ENV_NCU_PROFILER_API = "NSIGHTWRAP_NCU_PROFILER_API"
+
+
+def _ncu_regex_escape(text: str) -> str:
+    # ncu's regex filters are ECMAScript-like; escape only the metacharacters (benchmark names
+    # such as "mm[M=64]" carry brackets), never "/" or "@", which ncu reads as separators.
+    return "".join("\\" + ch if ch in "\\^$.|?*+()[]{}" else ch for ch in text)
+
+
+def ncu_iteration_filter(bench: str | None = None) -> list[str]:
+    """ncu arguments that profile only kernels inside a timer iteration range.
+
+    That is, push/pop range ``iter<i>`` of domain ``nsightwrap`` nested in the benchmark's range
+    (all benchmarks, or only ``bench``), so flush and queue-holding kernels, which run in the
+    benchmark range but outside ``iter<i>``, are not profiled. A push/pop filter ends in "/".
+    """
+    outer = ".*" if bench is None else _ncu_regex_escape(bench)
+    return ["--nvtx", "--nvtx-include", f"regex:{NVTX_DOMAIN}@{outer}/{ITER_PREFIX}[0-9]+/"]

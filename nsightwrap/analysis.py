@@ -1,0 +1,305 @@
+"""Analysis of a run directory: parse every pass, normalize clocks, reconcile each benchmark.
+
+``analyze(run_dir)`` is what ``nsightwrap report`` and ``nsightwrap profile`` call; it reads
+files only (the parsers never launch anything) and returns a ``RunResult`` for the exporters.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nsightwrap.clocks import parse_clock_ref, plain_clock_from_samples, reference_clock
+from nsightwrap.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, SIDECAR_FORMAT, SIDECAR_GLOB
+from nsightwrap.errors import FormatVersionError, ReportParseError, UsageError
+from nsightwrap.model import ClockSample, Environment, RunResult, Settings, TimerStats
+from nsightwrap.reconcile import BenchmarkSpec, ncu_stats, nsys_stats, reconcile, specs_from_nvtx
+from nsightwrap.rundir import RunLayout, read_manifest
+
+#: Timer sidecar versions this reader understands.
+SIDECAR_VERSIONS = (1,)
+
+
+def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") -> RunResult:
+    """Load ``run_dir`` through the parsers, normalize to one SM clock and reconcile."""
+    if not tolerance > 0:
+        raise UsageError(f"--tolerance {tolerance} must be above 0", hint="e.g. --tolerance 10 for 10%")
+    ref_choice = parse_clock_ref(clock_ref)
+    run_dir = Path(run_dir)
+    manifest = read_manifest(run_dir)
+    layout = RunLayout(run_dir)
+    notes: list[str] = []
+
+    ncu = _read_ncu(layout, notes)
+    nsys = _read_nsys(layout, notes)
+    sidecars = sorted(layout.pass_dir("plain").glob(SIDECAR_GLOB))
+    env = environment(manifest, layout, _torch_version(sidecars))
+    samples = _read_samples(layout, notes)
+    plain_hz = plain_clock_from_samples(samples) if samples is not None else None
+
+    specs = [s for p in sidecars for s in load_sidecar(p)]
+    specs = _merge_specs(specs)
+    timer_found = bool(specs)
+    if not specs:
+        specs = _specs_from_profiles(ncu, nsys)
+        notes.append(
+            "no in-process timings were found (no plain/timer-*.json): benchmarks come from the "
+            "target's own NVTX ranges and only the profilers' numbers are compared"
+        )
+
+    results = []
+    for spec in specs:
+        timer_hz = spec.timer.sm_clock_hz if spec.timer else None
+        ref_hz, ref_src = reference_clock(
+            ref_choice,
+            plain_hz=timer_hz or plain_hz,
+            boost_hz=env.sm_clock_max_hz,
+            base_hz=env.sm_clock_base_hz,
+        )
+        if ref_src == "plain":
+            ref_src = f"plain ({spec.timer.clock_source})" if timer_hz and spec.timer else "plain (nvidia-smi samples)"
+            if ref_hz is None:
+                ref_src = "none"
+        n = ncu_stats(ncu, spec, ref_hz) if ncu is not None else None
+        s = nsys_stats(nsys.ops, nsys.ranges, nsys.attribution, spec) if nsys is not None else None
+        results.append(
+            reconcile(
+                spec,
+                n,
+                s,
+                ref_clock_hz=ref_hz,
+                ref_clock_source=ref_src,
+                tolerance=tolerance,
+                ncu_cache_control=env.ncu_cache_control,
+            )
+        )
+    return RunResult(
+        run_dir=str(run_dir),
+        environment=env,
+        settings=Settings(tolerance=tolerance, clock_ref=clock_ref),
+        benchmarks=tuple(results),
+        timer_found=timer_found,
+        clock_trace=_trace(samples),
+        notes=tuple(notes),
+    )
+
+
+# ----------------------------------------------------------------------------- sidecars
+
+
+def load_sidecar(path: Path) -> list[BenchmarkSpec]:
+    """Benchmarks of one timer sidecar (``"format": "nsightwrap-timer"``) with their timings."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportParseError(f"{path}: not a readable timer sidecar ({exc})", hint="the plain pass may have crashed") from None
+    if not isinstance(doc, dict) or doc.get("format") != SIDECAR_FORMAT:
+        raise ReportParseError(f"{path}: not a timer sidecar (format {doc.get('format') if isinstance(doc, dict) else None!r})")
+    if doc.get("version") not in SIDECAR_VERSIONS:
+        raise FormatVersionError(
+            f"{path}: timer sidecar version {doc.get('version')!r} is not supported (this nsightwrap reads {SIDECAR_VERSIONS})",
+            hint="use the nsightwrap version that made the run",
+        )
+    benches = doc.get("benchmarks")
+    if not isinstance(benches, list):
+        raise ReportParseError(f"{path}: field 'benchmarks' must be a list")
+    return [_spec(b, f"{path}: benchmark {i}") for i, b in enumerate(benches)]
+
+
+def _spec(entry: Any, where: str) -> BenchmarkSpec:
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+        raise ReportParseError(f"{where} is missing field 'name'")
+    name = entry["name"]
+    raw = entry.get("samples_ns")
+    if not isinstance(raw, list) or not all(isinstance(v, (int, float)) for v in raw):
+        raise ReportParseError(f"{where} ({name!r}): field 'samples_ns' must be a list of numbers")
+    nvtx_path = str(entry.get("nvtx_path") or f"{NVTX_DOMAIN}:{name}")
+    iter_prefix = str(entry.get("iter_prefix") or ITER_PREFIX)
+    params = dict(entry.get("params") or {})
+    if not raw or entry.get("timed") is False:
+        # Written under a profiler pass: it names the benchmark but timed nothing.
+        return BenchmarkSpec(name=name, nvtx_path=nvtx_path, params=params, iter_prefix=iter_prefix)
+    samples = tuple(float(v) for v in raw)
+    q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
+    per_clock = entry.get("sample_clock_hz")
+    timer = TimerStats(
+        samples_ns=samples,
+        median_ns=_f(entry.get("median_ns"), statistics.median(samples)),
+        min_ns=_f(entry.get("min_ns"), min(samples)),
+        mean_ns=_f(entry.get("mean_ns"), statistics.fmean(samples)),
+        stdev_ns=_f(entry.get("stdev_ns"), statistics.stdev(samples) if len(samples) > 1 else 0.0),
+        iqr_ns=_f(entry.get("iqr_ns"), q[2] - q[0]),
+        n=int(entry.get("n") or len(samples)),
+        sm_clock_hz=_opt(entry.get("sm_clock_hz")),
+        clock_source=str(entry.get("clock_source") or "none"),
+        sample_clock_hz=tuple(float(v) if v is not None else math.nan for v in per_clock) if isinstance(per_clock, list) else None,
+        method=dict(entry.get("method") or {}),
+    )
+    return BenchmarkSpec(name=name, nvtx_path=nvtx_path, params=params, iter_prefix=iter_prefix, timer=timer)
+
+
+def _merge_specs(specs: Sequence[BenchmarkSpec]) -> list[BenchmarkSpec]:
+    # Several processes may time the same benchmark; the first one's timings are kept, in order.
+    seen: dict[str, BenchmarkSpec] = {}
+    for s in specs:
+        if s.nvtx_path not in seen or (seen[s.nvtx_path].timer is None and s.timer is not None):
+            seen[s.nvtx_path] = s
+    return list(seen.values())
+
+
+def _f(v: Any, default: float) -> float:
+    o = _opt(v)
+    return float(default) if o is None else o
+
+
+def _opt(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+# ----------------------------------------------------------------------------- passes
+
+
+def _read_ncu(layout: RunLayout, notes: list[str]) -> pd.DataFrame | None:
+    if not layout.ncu_report.is_file():
+        notes.append("no ncu report (ncu/report.ncu-rep): the ncu pass did not run or failed")
+        return None
+    from nsightwrap.parsers.ncu import read_ncu_rep
+
+    return read_ncu_rep(layout.ncu_report)
+
+
+def _read_nsys(layout: RunLayout, notes: list[str]) -> Any:
+    if not layout.nsys_sqlite.is_file():
+        if layout.nsys_rep.is_file():
+            notes.append("nsys/report.nsys-rep has no SQLite export: run nsys export --type sqlite on it")
+        else:
+            notes.append("no nsys report (nsys/report.sqlite): the nsys pass did not run or failed")
+        return None
+    from nsightwrap.parsers.nsys import read_nsys
+
+    return read_nsys(layout.nsys_sqlite)
+
+
+def _read_samples(layout: RunLayout, notes: list[str]) -> pd.DataFrame | None:
+    if not layout.smi_samples.is_file():
+        return None
+    from nsightwrap.parsers.smi import read_smi_samples
+
+    try:
+        return read_smi_samples(layout.smi_samples)
+    except ReportParseError as exc:
+        notes.append(f"clock samples not used: {exc}")
+        return None
+
+
+def _trace(samples: pd.DataFrame | None) -> tuple[ClockSample, ...]:
+    if samples is None or samples.empty or "time" not in samples:
+        return ()
+    t = pd.to_datetime(samples["time"], errors="coerce")
+    if t.isna().all():
+        return ()
+    secs = (t - t.min()).dt.total_seconds()
+    return tuple(
+        ClockSample(t_s=float(s), sm_clock_hz=float(f))
+        for s, f in zip(secs, samples["sm_clock_hz"], strict=True)
+        if not (math.isnan(s) or math.isnan(f))
+    )
+
+
+def _specs_from_profiles(ncu: pd.DataFrame | None, nsys: Any) -> list[BenchmarkSpec]:
+    if nsys is not None and not nsys.ranges.empty:
+        r = nsys.ranges[nsys.ranges["kind"] == "pushpop"]
+        return specs_from_nvtx(r.loc[r["depth"] == 0, "path"], r["path"])
+    if ncu is not None and not ncu.empty:
+        ranges = [tuple(x) for x in ncu["nvtx_ranges"] if len(x)]
+        return specs_from_nvtx({r[0] for r in ranges}, {p for r in ranges for p in r})
+    return []
+
+
+# ----------------------------------------------------------------------------- environment
+
+
+def environment(manifest: Mapping[str, Any], layout: RunLayout, torch_version: str | None = None) -> Environment:
+    """Fingerprint from the manifest (tools, target, settings) and ``nvidia-smi -q -x``."""
+    tools = manifest.get("tools") or {}
+    gpu: Mapping[str, Any] = manifest.get("gpu") or {}
+    g = None
+    if layout.smi_xml.is_file():
+        from nsightwrap.parsers.smi import read_smi_xml
+
+        try:
+            g = read_smi_xml(layout.smi_xml)
+        except ReportParseError:
+            g = None
+    persistence = None if g is None or g.persistence_mode is None else ("enabled" if g.persistence_mode else "disabled")
+    return Environment(
+        gpu_name=_s(g.name if g else gpu.get("name")),
+        driver=_s(g.driver_version if g else gpu.get("driver")),
+        cuda=_s(g.cuda_version if g else gpu.get("cuda")),
+        torch=_s(torch_version or gpu.get("torch")),
+        ncu_version=_s(_tool_version(tools, "ncu")),
+        nsys_version=_s(_tool_version(tools, "nsys")),
+        persistence_mode=persistence,
+        sm_clock_max_hz=(g.max_clocks.sm_hz or g.max_clocks.graphics_hz) if g else None,
+        # nvidia-smi gives the default applications clock for graphics (= SM on data-center GPUs).
+        sm_clock_base_hz=(g.default_applications_clocks.sm_hz or g.default_applications_clocks.graphics_hz) if g else None,
+        throttle_reasons=tuple(g.clock_event_reasons) if g else (),
+        command=_command(manifest),
+        ncu_cache_control=_ncu_cache_control(manifest),
+    )
+
+
+def _torch_version(sidecars: Sequence[Path]) -> str | None:
+    for p in sidecars:
+        try:
+            v = json.loads(p.read_text(encoding="utf-8")).get("torch_version")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if v:
+            return str(v)
+    return None
+
+
+def _s(v: Any) -> str | None:
+    return None if v is None or v == "" else str(v)
+
+
+def _dig(d: Mapping[str, Any], *keys: str) -> Any:
+    cur: Any = d
+    for k in keys:
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(k)
+    return cur
+
+
+def _tool_version(tools: Mapping[str, Any], name: str) -> Any:
+    t = tools.get(name)
+    return t.get("version") if isinstance(t, Mapping) else t
+
+
+def _command(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+    argv = manifest.get("argv") or _dig(manifest, "settings", "argv")
+    if isinstance(argv, list) and argv:
+        return tuple(str(a) for a in argv)
+    target = _dig(manifest, "target", "argv")
+    return ("nsightwrap", "profile", *(str(a) for a in target)) if isinstance(target, list) else ()
+
+
+def _ncu_cache_control(manifest: Mapping[str, Any]) -> str:
+    # ncu flushes every cache before each kernel unless told --cache-control none.
+    for p in manifest.get("passes") or []:
+        if isinstance(p, Mapping) and p.get("name") == PASS_NCU:
+            for c in p.get("commands") or []:
+                argv = list(c.get("argv") or []) if isinstance(c, Mapping) else []
+                if "--cache-control" in argv[:-1]:
+                    return str(argv[argv.index("--cache-control") + 1])
+    return "all"

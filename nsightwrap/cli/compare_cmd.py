@@ -1,0 +1,123 @@
+"""``nsightwrap compare BASELINE CURRENT``: regression verdicts for CI."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from enum import Enum
+from pathlib import Path
+from typing import IO, Annotated
+
+import typer
+from rich.console import Console
+
+from nsightwrap.cli import app, err_console
+from nsightwrap.compare import PRESETS, Comparison, compare
+from nsightwrap.errors import EXIT_FINDINGS, InputNotFound, UsageError
+from nsightwrap.export.compare_input import load_side
+from nsightwrap.export.compare_json import to_json
+from nsightwrap.export.compare_junit import to_junit
+from nsightwrap.export.compare_markdown import to_markdown
+from nsightwrap.export.compare_table import render_table
+from nsightwrap.export.compare_text import summary
+
+
+class Metric(str, Enum):
+    timer = "timer"
+    ncu = "ncu"
+    nsys = "nsys"
+
+
+class Format(str, Enum):
+    table = "table"
+    md = "md"
+    json = "json"
+    junit = "junit"
+
+
+class Preset(str, Enum):
+    tight = "tight"
+    default = "default"
+    loose = "loose"
+
+
+@app.command("compare")
+def compare_command(
+    baseline: Annotated[Path, typer.Argument(help="Baseline: a run directory or a report JSON.")],
+    current: Annotated[Path, typer.Argument(help="Current: a run directory or a report JSON.")],
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold", help="Smallest change that counts, in percent (default 5; overrides --preset)."
+        ),
+    ] = None,
+    preset: Annotated[
+        Preset, typer.Option("--preset", help="tight (2%), default (5%), loose (10%, alpha 0.001).")
+    ] = Preset.default,
+    metric: Annotated[
+        Metric, typer.Option("--metric", help="Which timing to compare: timer, ncu or nsys.")
+    ] = Metric.timer,
+    fmt: Annotated[
+        Format, typer.Option("--format", "-f", help="Output: table, md, json or junit.")
+    ] = Format.table,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the output to this file.")
+    ] = None,
+    no_fail: Annotated[
+        bool, typer.Option("--no-fail", help="Exit 0 even when a benchmark is SLOWER.")
+    ] = False,
+    allow_different_gpu: Annotated[
+        bool, typer.Option("--allow-different-gpu", help="Compare runs made on different GPUs.")
+    ] = False,
+) -> None:
+    """Compare two runs benchmark by benchmark: SAME, FASTER, SLOWER or AMBIGUOUS.
+
+    SLOWER needs a significant change (Mann-Whitney U), a bootstrap interval of the median ratio
+    past the threshold, and the same change in SM cycles, so a lower clock is not a regression.
+    Exit 1 when any benchmark is SLOWER (unless --no-fail).
+    """
+    settings = PRESETS[preset.value]
+    if threshold is not None:
+        if not 0 < threshold < 100:
+            raise UsageError(f"--threshold {threshold:g} is out of range", hint="give a percentage, e.g. 5")
+        settings = replace(settings, threshold=threshold / 100.0)
+    base = load_side(baseline, metric.value)
+    cur = load_side(current, metric.value)
+    if base.gpu and cur.gpu and base.gpu != cur.gpu and not allow_different_gpu:
+        raise UsageError(
+            f"baseline ran on {base.gpu!r} but current on {cur.gpu!r}",
+            hint="timings on different GPUs are not comparable; pass --allow-different-gpu to compare anyway",
+        )
+    result = compare(base, cur, metric=metric.value, settings=settings)
+    _emit(result, fmt, output)
+    if result.slower and not no_fail:
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+def _emit(result: Comparison, fmt: Format, output: Path | None) -> None:
+    if fmt is Format.table:
+        if output is None:
+            Console(highlight=False).print(render_table(result))
+            return
+        with _open(output) as fh:
+            Console(file=fh, width=200, no_color=True, highlight=False).print(render_table(result))
+    else:
+        text: str | bytes
+        if fmt is Format.md:
+            text = to_markdown(result)
+        elif fmt is Format.json:
+            text = to_json(result)
+        else:
+            text = to_junit(result)
+        if output is None:
+            print(text.decode("utf-8") if isinstance(text, bytes) else text, end="")
+            return
+        with _open(output) as fh:
+            fh.write(text.decode("utf-8") if isinstance(text, bytes) else text)
+    err_console.print(f"wrote {output}: {summary(result)}", markup=False)
+
+
+def _open(path: Path) -> IO[str]:
+    try:
+        return path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise InputNotFound(f"{path}: cannot write ({exc.strerror})", hint="check the -o path") from exc

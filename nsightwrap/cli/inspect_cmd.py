@@ -1,0 +1,67 @@
+"""``nsightwrap inspect REPORT``: one report file as a table of its GPU ops or of its NVTX ranges."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nsightwrap.cli import app
+
+
+class By(str, Enum):
+    kernel = "kernel"
+    range = "range"
+
+
+class Format(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+    md = "md"
+
+
+HELP = """Show what one report holds: its GPU kernels and copies, or its NVTX ranges.
+
+The kind of file is read from its content: an Nsight Systems export (.sqlite) or report (.nsys-rep, exported with nsys on PATH), an Nsight Compute report (.ncu-rep) or its `--csv --page raw` export, nvidia-smi -q -x XML or --query-gpu CSV, or a timer sidecar JSON.
+
+--by kernel (default) lists every GPU op (kernel, memcpy, memset) with the innermost NVTX range its launch call ran in. --by range sums them per NVTX range path (domain:outer/inner) over all instances of the range: gpu_time_ns adds op durations, busy_ns is the time at least one op ran (overlap counted once), span_ns runs from the first op's start to the last op's end. An op belongs to a range when the CPU call that launched it started inside the range.
+
+Examples:
+
+  nsightwrap inspect run/nsys/report.sqlite --by range
+
+  nsightwrap inspect run/nsys/report.nsys-rep --format csv > ops.csv
+
+  nsightwrap inspect run/ncu/report.ncu-rep --by range --format md
+
+  nsightwrap inspect run/env/nvidia-smi-q-x.xml
+"""
+
+
+@app.command("inspect", help=HELP, no_args_is_help=True)
+def inspect(
+    report: Annotated[Path, typer.Argument(metavar="REPORT", help="The report file to read.")],
+    by: Annotated[
+        By, typer.Option("--by", help="One row per GPU op (kernel) or per NVTX range path (range).")
+    ] = By.kernel,
+    fmt: Annotated[
+        Format, typer.Option("--format", "-f", help="table (terminal), csv, json or md (Markdown).")
+    ] = Format.table,
+    nsys: Annotated[
+        str | None,
+        typer.Option(
+            "--nsys", help="nsys executable to export a .nsys-rep with (default: NSIGHTWRAP_NSYS, PATH)."
+        ),
+    ] = None,
+) -> None:
+    # pandas and the parsers load here, not at start-up: `nsightwrap --help` stays quick.
+    from nsightwrap.export.frames import write_frame
+    from nsightwrap.inspection import load_view
+
+    view = load_view(report, by.value, nsys)
+    write_frame(
+        view.frame, fmt.value, title=view.title, table_columns=view.table_columns, md_columns=view.md_columns
+    )

@@ -1,0 +1,78 @@
+"""``nsightwrap report RUN_DIR``: analyse a run directory and print or write the report."""
+
+from __future__ import annotations
+
+import io
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from nsightwrap.cli import app, err_console
+from nsightwrap.errors import EXIT_FINDINGS, InputNotFound, UsageError
+
+
+class Format(str, Enum):
+    table = "table"
+    md = "md"
+    json = "json"
+    html = "html"
+
+
+@app.command("report")
+def report_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory made by nsightwrap profile.")],
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output: table, md, json or html.")] = Format.table,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")] = None,
+    tolerance: Annotated[
+        float, typer.Option("--tolerance", help="Largest timer/ncu disagreement that passes, in percent.")
+    ] = 10.0,
+    clock_ref: Annotated[
+        str,
+        typer.Option("--clock-ref", help="Clock to compare at: plain (measured in the plain pass), boost, base or HZ."),
+    ] = "plain",
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any benchmark is flagged.")] = False,
+) -> None:
+    """Reconcile the timer, ncu and nsys numbers of a run and explain every discrepancy."""
+    from nsightwrap.analysis import analyze
+
+    if not run_dir.is_dir():
+        raise InputNotFound(f"{run_dir}: not a run directory", hint="give the directory nsightwrap profile wrote (-o)")
+    if not 0 < tolerance < 1000:
+        raise UsageError(f"--tolerance {tolerance} is out of range", hint="give a percentage, e.g. --tolerance 10")
+    result = analyze(run_dir, tolerance=tolerance / 100.0, clock_ref=clock_ref)
+    if fmt is Format.table:
+        from nsightwrap.export.terminal import print_report
+
+        if output is None:
+            print_report(result, Console(highlight=False))
+            text = None
+        else:
+            console = Console(record=True, width=160, file=io.StringIO(), highlight=False)
+            print_report(result, console)
+            text = console.export_text()
+    elif fmt is Format.md:
+        from nsightwrap.export.markdown import render_markdown
+
+        text = render_markdown(result)
+    elif fmt is Format.json:
+        from nsightwrap.export.jsonio import write_report_json
+
+        text = write_report_json(result)
+    else:
+        from nsightwrap.export.html import render_html
+
+        text = render_html(result)
+    if text is not None:
+        if output is None:
+            typer.echo(text, nl=not text.endswith("\n"))
+        else:
+            try:
+                output.write_text(text, encoding="utf-8")
+            except OSError as exc:
+                raise UsageError(f"cannot write {output}: {exc.strerror}", hint="choose another -o path") from None
+            err_console.print(f"report written to {output}", highlight=False, markup=False)
+    if strict and result.flagged:
+        raise typer.Exit(EXIT_FINDINGS)

@@ -1,0 +1,260 @@
+"""Read one side of ``nsightwrap compare``: a run directory, a report JSON or a timer sidecar.
+
+Every input ends as a ``compare.Side``: per benchmark the raw samples of the chosen metric and,
+where a clock is known, the same samples in SM cycles (time x clock: cycles do not depend on
+the clock, so two runs at different clocks compare fairly in cycles).
+
+- ``--metric timer`` on a run directory reads ``plain/timer-*.json`` directly: that is the data
+  the report's ``timer`` block is made of, and it needs no profiler pass.
+- ``--metric ncu|nsys`` on a run directory needs the analysis (``nsightwrap.analysis``).
+- A file is a report JSON (``"format": "nsightwrap-report"``) or one timer sidecar.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from nsightwrap.compare import METRICS, Samples, Side
+from nsightwrap.contract import PASS_PLAIN, SIDECAR_FORMAT, SIDECAR_GLOB
+from nsightwrap.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
+from nsightwrap.model import FORMAT_VERSION, REPORT_FORMAT
+
+#: Versions of the report JSON and of the timer sidecar this reader understands.
+REPORT_VERSIONS = (FORMAT_VERSION,)
+SIDECAR_VERSIONS = (1,)
+
+
+def load_side(path: Path, metric: str = "timer") -> Side:
+    """Read a run directory, report JSON or timer sidecar as one side of a comparison."""
+    if metric not in METRICS:
+        raise UsageError(f"unknown metric {metric!r}", hint=f"use one of {', '.join(METRICS)}")
+    if not path.exists():
+        raise InputNotFound(
+            f"{path}: no such file or directory", hint="give a run directory or a report JSON"
+        )
+    side = _load(path, metric)
+    if not side.benchmarks:
+        raise UsageError(
+            f"{path}: no benchmark has {metric} timings",
+            hint="compare another metric (--metric timer|ncu|nsys) or run the pass that records it",
+        )
+    return side
+
+
+def _load(path: Path, metric: str) -> Side:
+    if path.is_dir():
+        return _load_run_dir(path, metric)
+    doc = _read_json(path)
+    fmt = doc.get("format")
+    if fmt == REPORT_FORMAT:
+        _check_version(path, doc, REPORT_VERSIONS, "report JSON")
+        return side_from_report(doc, label=str(path), metric=metric, where=str(path))
+    if fmt == SIDECAR_FORMAT:
+        _need_timer(path, metric)
+        _check_version(path, doc, SIDECAR_VERSIONS, "timer sidecar")
+        return _side_from_sidecars([(path, doc)], label=str(path))
+    raise ReportParseError(
+        f"{path}: not an nsightwrap report (format {fmt!r})",
+        hint=f"give a run directory, a '{REPORT_FORMAT}' JSON (nsightwrap report --format json) or a timer sidecar",
+    )
+
+
+# ---------------------------------------------------------------- run directories
+
+
+def _load_run_dir(path: Path, metric: str) -> Side:
+    sidecars = sorted((path / PASS_PLAIN).glob(SIDECAR_GLOB))
+    if metric == "timer":
+        if not sidecars:
+            raise InputNotFound(
+                f"{path}: no timer sidecar ({PASS_PLAIN}/{SIDECAR_GLOB})",
+                hint="run the benchmark with the plain pass (nsightwrap profile --passes plain ...)",
+            )
+        docs = []
+        for p in sidecars:
+            doc = _read_json(p)
+            if doc.get("format") != SIDECAR_FORMAT:
+                raise ReportParseError(f"{p}: not a timer sidecar (format {doc.get('format')!r})")
+            _check_version(p, doc, SIDECAR_VERSIONS, "timer sidecar")
+            docs.append((p, doc))
+        return _side_from_sidecars(docs, label=str(path))
+    try:
+        from nsightwrap.analysis import analyze
+        from nsightwrap.export.jsonio import report_to_dict
+    except ImportError as exc:
+        raise UsageError(
+            f"{path}: comparing by {metric} needs the analysis of the run directory, not available here",
+            hint="compare report JSONs (nsightwrap report RUN_DIR --format json) or use --metric timer",
+        ) from exc
+    doc = report_to_dict(analyze(path))
+    return side_from_report(doc, label=str(path), metric=metric, where=str(path))
+
+
+# ---------------------------------------------------------------- timer sidecars
+
+
+def _side_from_sidecars(docs: Sequence[tuple[Path, Mapping[str, Any]]], label: str) -> Side:
+    # A script may write several sidecars (one per process); a benchmark seen in more than one
+    # keeps all its samples.
+    merged: dict[str, Samples] = {}
+    gpus: set[str] = set()
+    for path, doc in docs:
+        device = doc.get("device")
+        if isinstance(device, Mapping) and device.get("name"):
+            gpus.add(str(device["name"]))
+        for i, entry in enumerate(_benchmarks(doc, path)):
+            s = _timer_samples(entry, where=f"{path}: benchmark {i}")
+            if s.key in merged:
+                s = _merge(merged[s.key], s)
+            merged[s.key] = s
+    return Side(label=label, gpu=", ".join(sorted(gpus)) or None, benchmarks=tuple(merged.values()))
+
+
+def _merge(a: Samples, b: Samples) -> Samples:
+    cycles = a.cycles + b.cycles if a.cycles is not None and b.cycles is not None else None
+    return Samples(
+        a.name, a.params, a.values_ns + b.values_ns, cycles, _clock_of(a.values_ns + b.values_ns, cycles)
+    )
+
+
+def _timer_samples(entry: Mapping[str, Any], where: str) -> Samples:
+    """Samples of one sidecar benchmark (or a report's ``timer`` block with name/params)."""
+    name, params = _name_params(entry, where)
+    where = f"{where} ({name!r})"
+    values = _numbers(entry, "samples_ns", where)
+    clocks = _sample_clocks(entry, len(values), where)
+    cycles = tuple(v * f / 1e9 for v, f in zip(values, clocks, strict=True)) if clocks else None
+    return Samples(name, params, values, cycles, _clock_of(values, cycles))
+
+
+def _sample_clocks(entry: Mapping[str, Any], n: int, where: str) -> tuple[float, ...] | None:
+    """SM clock (Hz) of every sample: its own where recorded, else the benchmark's median clock."""
+    median = _opt_positive(entry.get("sm_clock_hz"), "sm_clock_hz", where)
+    per = entry.get("sample_clock_hz")
+    if per is None:
+        return (median,) * n if median is not None else None
+    if not isinstance(per, list) or len(per) != n:
+        raise ReportParseError(f"{where}: field 'sample_clock_hz' must be null or a list of {n} clocks")
+    out = []
+    for f in per:
+        hz = _opt_positive(f, "sample_clock_hz", where)
+        if hz is None:
+            if median is None:
+                return None
+            hz = median
+        out.append(hz)
+    return tuple(out)
+
+
+# ---------------------------------------------------------------- report JSON
+
+
+def side_from_report(doc: Mapping[str, Any], *, label: str, metric: str, where: str) -> Side:
+    """The ``metric`` samples of every benchmark of a report JSON document (already version-checked)."""
+    env = doc.get("environment")
+    gpu = env.get("gpu_name") if isinstance(env, Mapping) else None
+    out: list[Samples] = []
+    for i, entry in enumerate(_benchmarks(doc, Path(where))):
+        at = f"{where}: benchmark {i}"
+        name, params = _name_params(entry, at)
+        block = entry.get(metric)
+        if block is None:
+            continue  # that source has no numbers for this benchmark: it is not compared
+        if not isinstance(block, Mapping):
+            raise ReportParseError(f"{at} ({name!r}): field {metric!r} must be an object or null")
+        block = {**block, "name": entry["name"], "params": entry.get("params") or {}}
+        if metric == "timer":
+            out.append(_timer_samples(block, at))
+        elif metric == "ncu":
+            values = _numbers(block, "iterations_ns", f"{at} ({name!r}) ncu")
+            cycles = _numbers(block, "iterations_cycles", f"{at} ({name!r}) ncu")
+            if len(cycles) != len(values):
+                raise ReportParseError(
+                    f"{at} ({name!r}): ncu iterations_ns and iterations_cycles differ in length"
+                )
+            out.append(Samples(name, params, values, cycles, _clock_of(values, cycles)))
+        else:
+            # nsys records no SM clock: its kernel sums cannot be checked against a clock change.
+            out.append(Samples(name, params, _numbers(block, "iterations_ns", f"{at} ({name!r}) nsys")))
+    return Side(label=label, gpu=str(gpu) if gpu else None, benchmarks=tuple(out))
+
+
+# ---------------------------------------------------------------- field readers
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputNotFound(f"{path}: cannot read ({exc.strerror})") from exc
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ReportParseError(f"{path}: not valid JSON ({exc})", hint="the file may be truncated") from exc
+    if not isinstance(doc, dict):
+        raise ReportParseError(f"{path}: expected a JSON object at the top level")
+    return doc
+
+
+def _check_version(path: Path, doc: Mapping[str, Any], known: tuple[int, ...], what: str) -> None:
+    version = doc.get("version")
+    if version not in known:
+        raise FormatVersionError(
+            f"{path}: {what} version {version!r} is not supported (this nsightwrap reads {known})",
+            hint="upgrade nsightwrap or regenerate the file with this version",
+        )
+
+
+def _need_timer(path: Path, metric: str) -> None:
+    if metric != "timer":
+        raise UsageError(f"{path}: a timer sidecar has no {metric} timings", hint="use --metric timer")
+
+
+def _benchmarks(doc: Mapping[str, Any], path: Path) -> list[Mapping[str, Any]]:
+    benches = doc.get("benchmarks")
+    if not isinstance(benches, list) or not all(isinstance(b, Mapping) for b in benches):
+        raise ReportParseError(f"{path}: field 'benchmarks' must be a list of objects")
+    return benches
+
+
+def _name_params(entry: Mapping[str, Any], where: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise ReportParseError(f"{where}: missing field 'name'")
+    params = entry.get("params") or {}
+    if not isinstance(params, Mapping):
+        raise ReportParseError(f"{where} ({name!r}): field 'params' must be an object")
+    return name, tuple(sorted((str(k), str(v)) for k, v in params.items()))
+
+
+def _numbers(entry: Mapping[str, Any], key: str, where: str) -> tuple[float, ...]:
+    raw = entry.get(key)
+    if not isinstance(raw, list):
+        raise ReportParseError(f"{where}: missing field {key!r} (a list of numbers)")
+    out = []
+    for v in raw:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise ReportParseError(f"{where}: field {key!r} holds {v!r}; expected positive numbers")
+        out.append(float(v))
+    return tuple(out)
+
+
+def _opt_positive(v: Any, key: str, where: str) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+        raise ReportParseError(f"{where}: field {key!r} holds {v!r}; expected a clock in Hz or null")
+    return float(v)
+
+
+def _clock_of(values: Sequence[float], cycles: Sequence[float] | None) -> float | None:
+    """Median SM clock (Hz) over samples: cycles / time."""
+    if not cycles:
+        return None
+    ratios = sorted(c / v * 1e9 for c, v in zip(cycles, values, strict=True))
+    mid = len(ratios) // 2
+    return ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2.0

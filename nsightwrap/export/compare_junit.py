@@ -1,0 +1,64 @@
+"""``nsightwrap compare --format junit``: JUnit XML for CI test reports (lxml).
+
+One testcase per benchmark: SLOWER is a failure, AMBIGUOUS is skipped with its reason, SAME and
+FASTER pass. Benchmarks found on one side only are skipped testcases saying so.
+"""
+
+from __future__ import annotations
+
+from lxml import etree
+
+from nsightwrap.compare import Comparison, Verdict
+from nsightwrap.export.compare_text import fmt_change, fmt_geomean, summary
+
+SUITE = "nsightwrap.compare"
+
+
+def to_junit(c: Comparison) -> bytes:
+    """The comparison as a JUnit XML document (UTF-8 bytes)."""
+    counts = c.counts()
+    one_sided = len(c.added) + len(c.removed)
+    root = etree.Element("testsuites", name="nsightwrap compare")
+    suite = etree.SubElement(
+        root,
+        "testsuite",
+        name=SUITE,
+        tests=str(len(c.verdicts) + one_sided),
+        failures=str(counts[Verdict.SLOWER]),
+        errors="0",
+        skipped=str(counts[Verdict.AMBIGUOUS] + one_sided),
+        time="0",
+    )
+    props = etree.SubElement(suite, "properties")
+    for name, value in (
+        ("baseline", c.baseline),
+        ("current", c.current),
+        ("metric", c.metric),
+        ("threshold", f"{c.settings.threshold:g}"),
+        ("geomean_ratio", fmt_geomean(c.geomean_ratio)),
+        ("summary", summary(c)),
+    ):
+        etree.SubElement(props, "property", name=name, value=value)
+    for v in c.verdicts:
+        case = etree.SubElement(suite, "testcase", classname=SUITE, name=v.key, time="0")
+        cprops = etree.SubElement(case, "properties")
+        for name, value in (
+            ("verdict", v.verdict.value),
+            ("reason", v.reason.value),
+            ("change", fmt_change(v.ratio)),
+            ("cycles_change", fmt_change(v.cycles_ratio)),
+        ):
+            etree.SubElement(cprops, "property", name=name, value=value)
+        if v.verdict is Verdict.SLOWER:
+            fail = etree.SubElement(case, "failure", message=v.message, type=v.reason.value)
+            fail.text = f"{v.key}: {v.message}"
+        elif v.verdict is Verdict.AMBIGUOUS:
+            etree.SubElement(case, "skipped", message=f"{v.reason.value}: {v.message}")
+        else:
+            etree.SubElement(case, "system-out").text = f"{v.verdict.value} ({v.reason.value}): {v.message}"
+    for key, msg in [(k, "added: not in the baseline") for k in c.added] + [
+        (k, "removed: not in the current run") for k in c.removed
+    ]:
+        case = etree.SubElement(suite, "testcase", classname=SUITE, name=key, time="0")
+        etree.SubElement(case, "skipped", message=msg)
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)

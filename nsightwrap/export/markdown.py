@@ -1,0 +1,111 @@
+"""Markdown report for a GitHub issue: summary, flagged benchmarks with evidence, environment,
+the command to reproduce, and per-kernel details folded in ``<details>``. Every name goes
+through ``escape.md_cell`` so kernel names (``<``, ``>``, ``|``, ``,``) never break a table."""
+
+from __future__ import annotations
+
+import shlex
+
+from nsightwrap.export import reportfmt as f
+from nsightwrap.export.escape import md_cell
+from nsightwrap.model import BenchmarkResult, RunResult
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return [_row(header), _row(["---"] * len(header)), *(_row(r) for r in rows)]
+
+
+def _summary(result: RunResult) -> list[str]:
+    rows = []
+    for b in result.benchmarks:
+        rows.append(
+            [
+                md_cell(f.label(b)),
+                f.time_ns(b.timer.median_ns if b.timer else None),
+                f.time_ns(b.ncu.median_ns if b.ncu else None),
+                f.time_ns(b.ncu.normalized_ns if b.ncu else None),
+                f.time_ns(b.nsys.median_ns if b.nsys else None),
+                f.time_ns(b.nsys.busy_median_ns if b.nsys else None),
+                f.clock_hz(b.ref_clock_hz),
+                f.clock_hz(b.ncu.sm_clock_hz if b.ncu else None),
+                f.ratio(b.ratio),
+                f"**{f.VERDICT_TEXT[b.verdict]}**" if b.causes else f.VERDICT_TEXT[b.verdict],
+            ]
+        )
+    header = ["benchmark", "timer", "ncu raw", "ncu @ref", "nsys kernels", "nsys busy", "ref clock", "ncu clock", "ratio", "verdict"]
+    return _table(header, rows)
+
+
+def _flagged(b: BenchmarkResult) -> list[str]:
+    out = [f"### {md_cell(f.label(b))}", "", f"ratio {f.ratio(b.ratio)} (at ncu's own clock {f.ratio(b.ratio_raw)}), "
+           f"reference clock {f.clock_hz(b.ref_clock_hz)} ({md_cell(b.ref_clock_source)})", ""]  # fmt: skip
+    for c in b.causes:
+        ev = ", ".join(md_cell(f.evidence_item(k, v)) for k, v in c.evidence.items() if v is not None)
+        out += [f"- **{c.code.value}**: {md_cell(c.message)}", f"  - evidence: {ev}", f"  - fix: {md_cell(c.fix)}"]
+    return [*out, ""]
+
+
+def _environment(result: RunResult) -> list[str]:
+    return _table(["", ""], [[k, md_cell(v)] for k, v in f.environment_items(result)])
+
+
+def _kernels(b: BenchmarkResult) -> list[str]:
+    if b.ncu is None or not b.ncu.kernels:
+        return []
+    rows = [
+        [
+            str(k.iteration),
+            md_cell(k.kernel_short),
+            f.time_ns(k.duration_ns),
+            f.clock_hz(k.sm_clock_hz),
+            f.value(k.cycles),
+            f.value(k.sm_throughput_pct),
+            f.value(k.memory_throughput_pct),
+            k.clock_model.value,
+            f.time_ns(k.normalized_ns),
+        ]
+        for k in b.ncu.kernels
+    ]
+    head = ["iter", "kernel", "duration", "SM clock", "cycles", "SM %", "memory %", "clock model", "at ref clock"]
+    return [
+        f"<details><summary>{md_cell(f.label(b))}: {len(b.ncu.kernels)} kernels profiled by ncu</summary>",
+        "",
+        *_table(head, rows),
+        "",
+        "</details>",
+        "",
+    ]
+
+
+def render_markdown(result: RunResult) -> str:
+    """The whole report as GitHub-flavoured Markdown."""
+    s = result.settings
+    n_flag = len(result.flagged)
+    out = [
+        "# nsightwrap report",
+        "",
+        f"{len(result.benchmarks)} benchmark(s), **{n_flag} flagged**; tolerance {s.tolerance:.0%}, "
+        f"reference clock `{md_cell(s.clock_ref)}`; ratio = timer / ncu at the reference clock.",
+        "",
+    ]
+    if not result.timer_found:
+        out += ["No in-process timings were found: benchmarks come from the target's own NVTX ranges.", ""]
+    out += ["## Summary", "", *_summary(result), ""]
+    if n_flag:
+        out += ["## Flagged benchmarks", ""]
+        for b in result.flagged:
+            out += _flagged(b)
+    out += ["## Environment", "", *_environment(result), ""]
+    if result.environment.command:
+        out += ["## Reproduce", "", "```sh", shlex.join(result.environment.command), "```", ""]
+    details = [line for b in result.benchmarks for line in _kernels(b)]
+    if details:
+        out += ["## Per-kernel details", "", *details]
+    notes = [*result.notes, *(f"{f.label(b)}: {n}" for b in result.benchmarks for n in b.notes)]
+    if notes:
+        out += ["## Notes", "", *(f"- {md_cell(n)}" for n in notes), ""]
+    return "\n".join(out)

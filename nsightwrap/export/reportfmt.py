@@ -1,0 +1,87 @@
+"""Number formatting shared by the report exporters (text only: no computing)."""
+
+from __future__ import annotations
+
+import math
+
+from nsightwrap.model import BenchmarkResult, RunResult, Verdict
+
+
+def time_ns(ns: float | None) -> str:
+    """``17.31 us``, ``0.508 ms``; ``-`` when unknown."""
+    if ns is None or not math.isfinite(ns):
+        return "-"
+    if abs(ns) >= 1e6:
+        return f"{ns / 1e6:.3f} ms"
+    if abs(ns) >= 1e3:
+        return f"{ns / 1e3:.2f} us"
+    return f"{ns:.0f} ns"
+
+
+def clock_hz(hz: float | None) -> str:
+    """``1.980 GHz``; ``-`` when unknown."""
+    if hz is None or not math.isfinite(hz):
+        return "-"
+    return f"{hz / 1e9:.3f} GHz"
+
+
+def ratio(r: float | None) -> str:
+    """``1.30x``; ``-`` when there is nothing to compare."""
+    return "-" if r is None or not math.isfinite(r) else f"{r:.2f}x"
+
+
+def value(v: object) -> str:
+    """An evidence value: times and clocks by their key's unit suffix are formatted by the caller."""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "-" if v is None else str(v)
+
+
+def evidence_item(key: str, v: object) -> str:
+    """``key=value`` with ns and Hz shown in readable units."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if key.endswith("_ns"):
+            return f"{key}={time_ns(float(v))}"
+        if key.endswith("_hz"):
+            return f"{key}={clock_hz(float(v))}"
+    return f"{key}={value(v)}"
+
+
+def label(b: BenchmarkResult) -> str:
+    """Benchmark name with its parameters: ``mm[M=64,N=4096]``."""
+    if not b.params or "[" in b.name:
+        return b.name
+    return f"{b.name}[{','.join(f'{k}={v}' for k, v in b.params.items())}]"
+
+
+VERDICT_TEXT = {
+    Verdict.OK: "ok",
+    Verdict.FLAGGED: "FLAGGED",
+    Verdict.NO_TIMER: "no timer",
+    Verdict.NO_NCU: "no ncu",
+    Verdict.NO_DATA: "no data",
+}
+
+
+def clocks(b: BenchmarkResult) -> str:
+    """``ref 1.980 GHz / ncu 1.790 GHz``."""
+    return f"ref {clock_hz(b.ref_clock_hz)} / ncu {clock_hz(b.ncu.sm_clock_hz if b.ncu else None)}"
+
+
+def environment_items(result: RunResult) -> list[tuple[str, str]]:
+    """(label, text) rows of the environment fingerprint."""
+    e = result.environment
+    items = [
+        ("GPU", e.gpu_name),
+        ("driver", e.driver),
+        ("CUDA", e.cuda),
+        ("torch", e.torch),
+        ("ncu", e.ncu_version),
+        ("nsys", e.nsys_version),
+        ("max SM clock", clock_hz(e.sm_clock_max_hz)),
+        ("base (default applications) clock", clock_hz(e.sm_clock_base_hz)),
+        ("persistence mode", e.persistence_mode),
+        ("clock event reasons", ", ".join(e.throttle_reasons) or "none active"),
+        ("ncu cache control", e.ncu_cache_control),
+    ]
+    return [(k, "-" if v is None else str(v)) for k, v in items]

@@ -1,0 +1,402 @@
+"""The only module that starts processes: the target, the profilers, their probes and the sampler.
+
+Every child starts in its own session (``start_new_session=True``) so that it and everything it
+starts (ncu's and nsys's own copies of the target) form one process group that can be stopped as
+a whole: SIGINT first (ncu and nsys then close their reports), SIGTERM, SIGKILL, each after a
+short wait. A child's output goes line by line to its log files as it arrives, so nothing is
+lost when it hangs or is killed. Arguments are always lists: nothing runs through a shell.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from nsightwrap.errors import InputNotFound, UsageError
+
+#: Seconds to wait after SIGINT and after SIGTERM before the next, harder signal.
+KILL_GRACE_S = (3.0, 2.0)
+
+#: Metrics every ncu pass collects: durations and clocks for the SM-clock model, DRAM traffic
+#: and throughputs to decide which kernels follow the SM clock, instruction counts and launch
+#: shape for the report.
+DEFAULT_NCU_METRICS = (
+    "gpu__time_duration.sum",
+    "sm__cycles_elapsed.avg.per_second",
+    "sm__cycles_elapsed.max",
+    "dram__cycles_elapsed.avg.per_second",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
+    "sm__inst_executed_pipe_tensor.sum",
+    "launch__grid_size",
+    "launch__block_size",
+    "launch__registers_per_thread",
+)
+
+LineCallback = Callable[[str, str], None]
+"""Called with (stream name ``stdout``/``stderr``, decoded line without newline)."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One process to run: exact argv, the environment variables it adds, where its output goes."""
+
+    argv: tuple[str, ...]
+    cwd: str
+    stdout: str
+    stderr: str
+    env: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float | None = None
+    grace_s: tuple[float, float] = KILL_GRACE_S  # waits after SIGINT and after SIGTERM
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What happened to one Command. Times are seconds (epoch for start/end)."""
+
+    argv: tuple[str, ...]
+    cwd: str
+    env: dict[str, str]
+    status: str  # ok, failed, timeout, interrupted, not-started
+    returncode: int | None
+    signal: str | None
+    start: float
+    end: float
+    wall_s: float
+    stdout: str
+    stderr: str
+    error: str | None = None  # why it could not start (OSError), if it did not
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Output of a short helper command (a version query, a help text, nvidia-smi -q -x)."""
+
+    argv: tuple[str, ...]
+    returncode: int | None
+    stdout: str
+    stderr: str
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+# --- target and profiler argv ---------------------------------------------------------------
+
+
+def target_argv(target: Sequence[str], *, python: str = sys.executable) -> list[str]:
+    """The argv that runs TARGET: a ``.py`` script or ``-m module`` with this interpreter, or an
+    executable (a path, or a name on PATH). Raises InputNotFound / UsageError for a bad target."""
+    if not target:
+        raise UsageError(
+            "no target given", hint="nsightwrap profile SCRIPT.py [ARGS...], -m MODULE or -- EXE"
+        )
+    first, rest = target[0], list(target[1:])
+    if first == "-m":
+        if not rest or rest[0].startswith("-"):
+            raise UsageError("-m needs a module name", hint="nsightwrap profile -m package.module [ARGS...]")
+        return [python, "-m", *rest]
+    path = Path(first)
+    if first.endswith(".py"):
+        if not path.is_file():
+            raise InputNotFound(
+                f"target script {first} not found", hint="check the path (relative to the current directory)"
+            )
+        return [python, str(path.resolve()), *rest]
+    if "/" in first:
+        if not path.exists():
+            raise InputNotFound(
+                f"target {first} not found", hint="check the path (relative to the current directory)"
+            )
+        if path.is_dir() or not os.access(path, os.X_OK):
+            raise UsageError(
+                f"target {first} is not an executable file",
+                hint=f"chmod +x {shlex.quote(first)}, or give a .py script to run it with {python}",
+            )
+        return [str(path.resolve()), *rest]
+    found = shutil.which(first)
+    if found is None:
+        if path.is_file():
+            raise UsageError(
+                f"target {first} is a file but not a command",
+                hint=f"write ./{first} to run it from this directory (it must be executable)",
+            )
+        raise InputNotFound(f"target {first} not found on PATH", hint="give a path (./prog) or a .py script")
+    return [found, *rest]
+
+
+def pass_env(run_dir: Path, pass_name: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment variables a pass adds for the in-process timer (nsightwrap/contract.py)."""
+    from nsightwrap.contract import ENV_PASS, ENV_RUN_DIR
+
+    env = {ENV_RUN_DIR: str(run_dir.resolve()), ENV_PASS: pass_name}
+    env.update(extra or {})
+    return env
+
+
+def ncu_argv(
+    ncu: str,
+    target: Sequence[str],
+    report_base: Path,
+    *,
+    nvtx_filter: Sequence[str],
+    metrics: Sequence[str] = DEFAULT_NCU_METRICS,
+    section_set: str | None = None,
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """``ncu --clock-control none <nvtx filter> --metrics ... -o BASE -f [extra] TARGET``.
+
+    The GPU clock is left alone (``--clock-control none``): locking it to base would make ncu's
+    durations disagree with every plain run, which is the comparison this tool exists for."""
+    argv = [ncu, "--clock-control", "none", *nvtx_filter]
+    if section_set:
+        argv += ["--set", section_set]
+    argv += ["--metrics", ",".join(metrics), "-o", str(report_base), "-f", *extra, *target]
+    return argv
+
+
+def nvtx_include_filter(filters: Sequence[str]) -> list[str]:
+    """ncu arguments for user NVTX include filters (they replace the default iteration filter)."""
+    argv = ["--nvtx"]
+    for f in filters:
+        argv += ["--nvtx-include", f]
+    return argv
+
+
+def nsys_argv(
+    nsys: str,
+    target: Sequence[str],
+    report_base: Path,
+    *,
+    cuda_event_trace_flag: bool,
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """``nsys profile`` tracing CUDA and NVTX only: no CPU sampling or context switches (they
+    add overhead and nothing the reconciliation uses); CUDA graphs traced per node so graph
+    kernels appear one by one; CUDA event tracing off where nsys can (it adds work to every
+    event record, and the timer records many)."""
+    argv = [nsys, "profile", "-t", "cuda,nvtx", "-s", "none", "--cpuctxsw=none", "--cuda-graph-trace=node"]
+    if cuda_event_trace_flag:
+        argv.append("--cuda-event-trace=false")
+    argv += ["-o", str(report_base), "-f", "true", *extra, *target]
+    return argv
+
+
+def nsys_export_argv(nsys: str, rep: Path, sqlite: Path) -> list[str]:
+    """``nsys export --type sqlite`` of a .nsys-rep (the parsers read the SQLite file)."""
+    return [nsys, "export", "--type", "sqlite", "-o", str(sqlite), "-f", "true", str(rep)]
+
+
+def split_args(text: str | None, option: str) -> list[str]:
+    """Split a user's ``--ncu-args "..."`` string like a POSIX shell would, without running one."""
+    if not text:
+        return []
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise UsageError(f"{option}: cannot split {text!r}: {exc}", hint="check the quotes") from None
+
+
+# --- running ------------------------------------------------------------------------------------
+
+
+def _pump(src: IO[bytes], dst: IO[bytes], name: str, on_line: LineCallback | None) -> None:
+    # Binary in, binary out: a log keeps the child's bytes even when they are not UTF-8.
+    for raw in iter(src.readline, b""):
+        dst.write(raw)
+        dst.flush()
+        if on_line is not None:
+            try:
+                on_line(name, raw.decode("utf-8", "replace").rstrip("\r\n"))
+            except Exception:  # noqa: BLE001 - a display problem must never lose output
+                pass
+    src.close()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace: tuple[float, float] = KILL_GRACE_S) -> None:
+    """Stop a child started with ``start_new_session=True`` and everything in its process group:
+    SIGINT, then SIGTERM, then SIGKILL, with short waits; reap the child."""
+    pgid = proc.pid  # a session leader's process group id is its pid
+    for sig, wait_s in ((signal.SIGINT, grace[0]), (signal.SIGTERM, grace[1])):
+        if proc.poll() is not None:
+            break
+        _signal_group(pgid, sig)
+        try:
+            proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            continue
+    if proc.poll() is None:
+        _signal_group(pgid, signal.SIGKILL)
+        proc.wait()
+    # The leader is gone; grandchildren (the target under ncu/nsys) may linger in its group.
+    _signal_group(pgid, signal.SIGKILL)
+
+
+class _NoSigint:
+    """Ignore Ctrl-C while a child is being stopped, so a second press cannot leave it running."""
+
+    def __enter__(self) -> None:
+        self._old = None
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+
+
+def run_command(cmd: Command, *, on_line: LineCallback | None = None) -> CommandResult:
+    """Run one command to its end, its timeout or Ctrl-C, streaming its output to the logs.
+
+    Ctrl-C does not propagate: the child's group is stopped and the result says
+    ``interrupted``; the caller decides what to do next."""
+    env = {**os.environ, **cmd.env}
+    start = time.time()
+    t0 = time.monotonic()
+
+    def result(status: str, rc: int | None, error: str | None = None) -> CommandResult:
+        wall = time.monotonic() - t0
+        sig = (
+            signal.Signals(-rc).name
+            if rc is not None and rc < 0 and -rc in signal.Signals._value2member_map_
+            else None
+        )
+        return CommandResult(
+            argv=cmd.argv,
+            cwd=cmd.cwd,
+            env=dict(cmd.env),
+            status=status,
+            returncode=rc,
+            signal=sig,
+            start=start,
+            end=start + wall,
+            wall_s=round(wall, 6),
+            stdout=cmd.stdout,
+            stderr=cmd.stderr,
+            error=error,
+        )
+
+    with open(cmd.stdout, "ab") as out, open(cmd.stderr, "ab") as err:
+        try:
+            proc = subprocess.Popen(
+                list(cmd.argv),
+                cwd=cmd.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            err.write(f"nsightwrap: cannot start {cmd.argv[0]}: {exc}\n".encode())
+            return result("not-started", None, error=f"{type(exc).__name__}: {exc.strerror or exc}")
+        assert proc.stdout is not None and proc.stderr is not None
+        pumps = [
+            threading.Thread(target=_pump, args=(proc.stdout, out, "stdout", on_line), daemon=True),
+            threading.Thread(target=_pump, args=(proc.stderr, err, "stderr", on_line), daemon=True),
+        ]
+        for t in pumps:
+            t.start()
+        status = "ok"
+        try:
+            try:
+                proc.wait(timeout=cmd.timeout_s)
+            except subprocess.TimeoutExpired:
+                status = "timeout"
+                with _NoSigint():
+                    stop_group(proc, cmd.grace_s)
+        except KeyboardInterrupt:
+            status = "interrupted"
+            with _NoSigint():
+                stop_group(proc, cmd.grace_s)
+        except BaseException:
+            with _NoSigint():
+                stop_group(proc, cmd.grace_s)
+            raise
+        for t in pumps:
+            # A grandchild that escaped the group may still hold the pipe; do not hang on it.
+            t.join(timeout=5)
+    rc = proc.returncode
+    if status == "ok" and rc != 0:
+        status = "failed"
+    return result(status, rc)
+
+
+def probe(argv: Sequence[str], *, timeout_s: float = 60, cwd: str | None = None) -> Probe:
+    """Run a short helper command and capture its output (never raises for a failing command)."""
+    try:
+        cp = subprocess.run(
+            list(argv),
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+        )
+    except subprocess.TimeoutExpired:
+        return Probe(tuple(argv), None, "", "", error=f"no answer within {timeout_s:g} s")
+    except OSError as exc:
+        return Probe(tuple(argv), None, "", "", error=f"{type(exc).__name__}: {exc.strerror or exc}")
+    return Probe(tuple(argv), cp.returncode, cp.stdout, cp.stderr)
+
+
+class Background:
+    """A helper process that runs beside a pass (the clock sampler), output to a file."""
+
+    def __init__(self, argv: Sequence[str], stdout: Path, stderr: Path) -> None:
+        self.argv = tuple(argv)
+        self.stdout = stdout
+        self.stderr = stderr
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.error: str | None = None
+
+    def start(self) -> bool:
+        """Start it; False (and ``error`` set) when it cannot start."""
+        try:
+            with open(self.stdout, "wb") as out, open(self.stderr, "wb") as err:
+                self.proc = subprocess.Popen(
+                    list(self.argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+                )
+        except OSError as exc:
+            self.error = f"{type(exc).__name__}: {exc.strerror or exc}"
+            return False
+        return True
+
+    def stop(self) -> int | None:
+        """Stop it (SIGINT, then SIGTERM, then SIGKILL) and reap it; its exit code, or None if it
+        never started. One that had already died on its own keeps the tail of its stderr in
+        ``error``."""
+        if self.proc is None:
+            return None
+        died = self.proc.poll() is not None
+        with _NoSigint():
+            stop_group(self.proc, grace=(1.0, 2.0))
+        if died and self.proc.returncode != 0:
+            text = self.stderr.read_text(errors="replace").strip() if self.stderr.exists() else ""
+            self.error = (text.splitlines() or [f"exited with code {self.proc.returncode}"])[-1]
+        return self.proc.returncode

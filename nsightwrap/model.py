@@ -1,0 +1,205 @@
+"""Results of an analysis as plain data: frozen dataclasses that every exporter reads.
+
+Units: time in ns, clocks in Hz, sizes in bytes, ratios as plain floats (1.0 = agree).
+Exporters format these; they never compute new numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+#: Version of the report JSON (``"format": "nsightwrap-report"``). The reader refuses any
+#: other version. History (pyperf style: one line per change, newest last):
+#:   1 (0.1.0): first version: environment, settings, benchmarks with timer / ncu / nsys
+#:              blocks, per-kernel rows, ratio, verdict and causes, plain-pass clock trace.
+FORMAT_VERSION = 1
+REPORT_FORMAT = "nsightwrap-report"
+
+
+class Verdict(str, Enum):
+    """What the reconciliation says about one benchmark's in-process timing."""
+
+    OK = "ok"  # timer and ncu (at the reference clock) agree within the tolerance
+    FLAGGED = "flagged"  # they disagree, or the sources disagree about what ran
+    NO_TIMER = "no_timer"  # no in-process timings: only the profilers' view is reported
+    NO_NCU = "no_ncu"  # no ncu pass: nothing to check the timer against
+    NO_DATA = "no_data"  # the benchmark appears nowhere with usable numbers
+
+
+class CauseCode(str, Enum):
+    """Reason codes of a flagged benchmark (docs/reconciliation.md explains each)."""
+
+    CLOCK = "clock"
+    LAUNCH_OVERHEAD = "launch_overhead"
+    CACHE_STATE = "cache_state"
+    NON_KERNEL_WORK = "non_kernel_work"
+    OVERLAP = "overlap"
+    EXTRA_OR_MISSING_KERNELS = "extra_or_missing_kernels"
+    PROFILER_OVERHEAD = "profiler_overhead"
+    UNEXPLAINED = "unexplained"
+
+
+class ClockModel(str, Enum):
+    """How a kernel's duration is carried to another SM clock."""
+
+    COMPUTE = "compute"  # time follows the SM clock: t(f) = cycles / f
+    MEMORY = "memory"  # DRAM-bound: time does not follow the SM clock, kept as measured
+    ASSUMED_COMPUTE = "compute_assumed"  # throughput counters missing: rescaled as compute
+
+
+Evidence = Mapping[str, "float | int | str | None"]
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One explanation of a discrepancy, with the numbers behind it and what to do."""
+
+    code: CauseCode
+    message: str
+    evidence: Evidence
+    fix: str
+
+
+@dataclass(frozen=True)
+class KernelTiming:
+    """One kernel profiled by ncu inside a measured iteration, with its clock model."""
+
+    iteration: int
+    kernel: str
+    kernel_short: str
+    duration_ns: float
+    sm_clock_hz: float | None
+    cycles: float | None
+    sm_throughput_pct: float | None
+    memory_throughput_pct: float | None
+    clock_model: ClockModel
+    normalized_ns: float
+
+
+@dataclass(frozen=True)
+class TimerStats:
+    """The in-process timer's numbers for one benchmark (plain pass)."""
+
+    samples_ns: tuple[float, ...]
+    median_ns: float
+    min_ns: float
+    mean_ns: float
+    stdev_ns: float
+    iqr_ns: float
+    n: int
+    sm_clock_hz: float | None
+    clock_source: str
+    sample_clock_hz: tuple[float, ...] | None
+    method: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class NcuStats:
+    """ncu's view of one benchmark: per measured iteration, the sum over its kernels."""
+
+    iterations_ns: tuple[float, ...]
+    iterations_cycles: tuple[float, ...]
+    normalized_iterations_ns: tuple[float, ...]
+    median_ns: float | None
+    normalized_ns: float | None
+    sm_clock_hz: float | None  # total cycles / total duration over the measured kernels
+    kernels_per_iteration: tuple[int, ...]
+    kernel_names: tuple[str, ...]  # short names of one iteration's kernels, in launch order
+    excluded_kernels: int  # kernels in the benchmark range but outside every iteration range
+    kernels: tuple[KernelTiming, ...]
+
+
+@dataclass(frozen=True)
+class NsysStats:
+    """nsys's view of one benchmark, per measured iteration (ops launched inside its range)."""
+
+    iterations_ns: tuple[float, ...]  # kernel duration sum
+    busy_ns: tuple[float, ...]  # union of every op's interval
+    span_ns: tuple[float, ...]  # first start to last end
+    op_sum_ns: tuple[float, ...]  # sum of every op's duration (> busy when ops overlap)
+    non_kernel_ns: tuple[float, ...]  # memcpy + memset duration sum
+    kernels_per_iteration: tuple[int, ...]
+    memcpy_per_iteration: tuple[int, ...]
+    memset_per_iteration: tuple[int, ...]
+    streams: int
+    kernel_names: tuple[str, ...]
+    median_ns: float | None
+    busy_median_ns: float | None
+    span_median_ns: float | None
+    gap_median_ns: float | None  # span - busy
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """Everything known about one benchmark, and the verdict."""
+
+    name: str
+    params: Mapping[str, Any]
+    nvtx_path: str
+    iter_prefix: str
+    timer: TimerStats | None
+    ncu: NcuStats | None
+    nsys: NsysStats | None
+    ref_clock_hz: float | None
+    ref_clock_source: str
+    ratio: float | None  # timer median / ncu normalized to the reference clock
+    ratio_raw: float | None  # timer median / ncu at the clocks ncu measured
+    verdict: Verdict
+    causes: tuple[Cause, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Fingerprint of the machine and the run (manifest + nvidia-smi)."""
+
+    gpu_name: str | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    torch: str | None = None
+    ncu_version: str | None = None
+    nsys_version: str | None = None
+    persistence_mode: str | None = None
+    sm_clock_max_hz: float | None = None
+    sm_clock_base_hz: float | None = None  # default applications clock
+    throttle_reasons: tuple[str, ...] = ()
+    command: tuple[str, ...] = ()
+    ncu_cache_control: str = "all"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The knobs the analysis ran with."""
+
+    tolerance: float
+    clock_ref: str
+
+
+@dataclass(frozen=True)
+class ClockSample:
+    """One nvidia-smi sample of the plain pass (seconds from the first sample)."""
+
+    t_s: float
+    sm_clock_hz: float
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The analysis of one run directory."""
+
+    run_dir: str
+    environment: Environment
+    settings: Settings
+    benchmarks: tuple[BenchmarkResult, ...]
+    timer_found: bool  # False: benchmarks came from the target's own NVTX ranges
+    clock_trace: tuple[ClockSample, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def flagged(self) -> tuple[BenchmarkResult, ...]:
+        """Benchmarks whose verdict is FLAGGED."""
+        return tuple(b for b in self.benchmarks if b.verdict is Verdict.FLAGGED)

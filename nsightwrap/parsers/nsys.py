@@ -1,0 +1,462 @@
+"""Nsight Systems SQLite export (``nsys export --type sqlite``) -> GPU ops, NVTX ranges, attribution.
+
+Frames (columns in docs/contracts.md, details in docs/nsys-parsing.md):
+- ``ops``: every kernel, memcpy, memset (and whole-graph activity) on the GPU, with the CUDA API
+  call that launched it (joined on correlationId within the same process);
+- ``ranges``: NVTX push/pop and start/end ranges with their domain, nesting depth and full path;
+- ``attribution``: (op, range) pairs, an op belonging to every range that contains the *start of
+  its launch call* on the CPU: GPU work runs later than the range that queued it, so GPU times
+  say nothing about which range an op belongs to.
+
+The schema moves between nsys versions: tables and columns are probed, a missing activity table
+means no such activity.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from nsightwrap.errors import InputNotFound, ReportParseError
+from nsightwrap.intervals import containing, span_by_group, union_by_group
+
+KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
+GRAPH = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+NVTX = "NVTX_EVENTS"
+ACTIVITY_TABLES = (KERNEL, MEMCPY, MEMSET, GRAPH)
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+REEXPORT = "re-export it with `nsys export --type sqlite`"
+
+# Event type ids of NVTX_EVENTS rows; the file's ENUM_NSYS_EVENT_TYPE wins where present.
+_EVENT_TYPE_DEFAULTS = {"NvtxPushPopRange": 59, "NvtxStartEndRange": 60, "NvtxDomainCreate": 75}
+
+# globalTid = (hw/vm ids << 48) | (pid << 24) | tid, and globalPid is the same with tid = 0:
+# shifting right by 24 gives a per-process key common to both.
+_PID_SHIFT = 24
+# An NVTX range never closed (the program ended inside it) lasts to the end of time.
+_OPEN_END = np.iinfo(np.int64).max
+
+OP_COLUMNS = [
+    "op_id", "kind", "name", "start_ns", "end_ns", "duration_ns", "device_id", "context_id",
+    "stream_id", "correlation_id", "global_pid", "launch_tid", "launch_api", "bytes",
+    "graph_node_id", "grid", "block", "short_name", "launch_start_ns",
+]  # fmt: skip
+RANGE_COLUMNS = [
+    "range_id", "kind", "domain", "name", "path", "start_ns", "end_ns", "global_tid",
+    "end_global_tid", "depth",
+]  # fmt: skip
+SUMMARY_COLUMNS = [
+    "range", "ops", "kernels", "memcpy", "memset", "gpu_time_ns", "busy_ns", "span_ns",
+    "instances", "domain", "depth",
+]  # fmt: skip
+
+
+@dataclass(frozen=True, eq=False)
+class NsysReport:
+    """One nsys capture: GPU ops, NVTX ranges and which ranges each op belongs to."""
+
+    path: Path
+    ops: pd.DataFrame
+    ranges: pd.DataFrame
+    attribution: pd.DataFrame
+    #: META_DATA_EXPORT of the file (nsys version, schema version), where present.
+    meta: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def has_nvtx(self) -> bool:
+        """Whether the capture holds any NVTX push/pop or start/end range."""
+        return not self.ranges.empty
+
+
+def read_nsys(path: str | Path) -> NsysReport:
+    """Read an nsys ``.sqlite`` export; raise InputNotFound / ReportParseError on bad input."""
+    p = Path(path)
+    with _open(p) as con:
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not tables & {*ACTIVITY_TABLES, NVTX, "StringIds"}:
+                raise ReportParseError(
+                    f"{p} is an SQLite database but not an nsys export (no CUPTI_ACTIVITY_KIND_* "
+                    f"or NVTX_EVENTS table); {REEXPORT}"
+                )
+            strings = _Strings(con, tables)
+            ops = _read_ops(con, tables, strings)
+            ranges = _read_ranges(con, tables, strings)
+            meta = _read_meta(con, tables)
+        except sqlite3.DatabaseError as exc:
+            raise ReportParseError(
+                f"{p} is not a readable SQLite database ({exc}; truncated or corrupt?); {REEXPORT}"
+            ) from exc
+    return NsysReport(path=p, ops=ops, ranges=ranges, attribution=attribute(ops, ranges), meta=meta)
+
+
+@contextmanager
+def _open(p: Path) -> Iterator[sqlite3.Connection]:
+    if not p.exists():
+        raise InputNotFound(f"{p} does not exist; give the path of an nsys .sqlite export")
+    if p.is_dir():
+        raise InputNotFound(f"{p} is a directory; give the path of an nsys .sqlite export")
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise InputNotFound(f"{p} cannot be read ({exc.strerror})") from exc
+    if head != SQLITE_MAGIC:
+        raise ReportParseError(f"{p} is not an SQLite database (truncated or corrupt?); {REEXPORT}")
+    # Read-only and immutable: never create journals next to a user's report.
+    uri = p.resolve().as_uri() + "?mode=ro&immutable=1"
+    with closing(sqlite3.connect(uri, uri=True)) as con:
+        yield con
+
+
+def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in con.execute(f"PRAGMA table_info([{table}])")}
+
+
+class _Strings:
+    """StringIds lookups, reading only the ids a frame uses (StringIds can be large)."""
+
+    def __init__(self, con: sqlite3.Connection, tables: set[str]) -> None:
+        self._con = con
+        self._ok = "StringIds" in tables
+
+    def lookup(self, ids: pd.Series) -> pd.Series:
+        """Map a column of string ids (or of text, in old exports) to text; unknown ids -> NA."""
+        if ids.empty:
+            return pd.Series(pd.NA, index=ids.index, dtype=object)
+        if ids.dtype == object and ids.map(lambda v: isinstance(v, str)).any():
+            return ids
+        if not self._ok:
+            return pd.Series(pd.NA, index=ids.index, dtype=object)
+        wanted = pd.unique(ids.dropna().astype(np.int64))
+        table: dict[int, str] = {}
+        for i in range(0, len(wanted), 50_000):
+            chunk = ",".join(str(int(v)) for v in wanted[i : i + 50_000])
+            table.update(self._con.execute(f"SELECT id, value FROM StringIds WHERE id IN ({chunk})"))
+        return ids.map(table)
+
+
+def _read_ops(con: sqlite3.Connection, tables: set[str], strings: _Strings) -> pd.DataFrame:
+    has_runtime = RUNTIME in tables and {"correlationId", "globalTid", "start"} <= _columns(con, RUNTIME)
+    api_name_col = "nameId" if has_runtime and "nameId" in _columns(con, RUNTIME) else None
+    parts = []
+    for table, kind in ((KERNEL, "kernel"), (MEMCPY, "memcpy"), (MEMSET, "memset"), (GRAPH, "graph")):
+        if table in tables:
+            parts.append(_read_activity(con, table, kind, has_runtime, api_name_col, strings))
+    parts = [p for p in parts if not p.empty]
+    if not parts:
+        return _empty(OP_COLUMNS)
+    ops = pd.concat(parts, ignore_index=True)
+    ops = ops.sort_values(["start_ns", "end_ns", "kind"], kind="stable", ignore_index=True)
+    ops["op_id"] = np.arange(len(ops), dtype=np.int64)
+    ops["duration_ns"] = ops["end_ns"] - ops["start_ns"]
+    return ops[OP_COLUMNS]
+
+
+def _read_activity(
+    con: sqlite3.Connection,
+    table: str,
+    kind: str,
+    has_runtime: bool,
+    api_name_col: str | None,
+    strings: _Strings,
+) -> pd.DataFrame:
+    cols = _columns(con, table)
+    if not {"start", "end"} <= cols:
+        return _empty(OP_COLUMNS)
+
+    def col(name: str, alias: str) -> str:
+        return f"a.[{name}] AS {alias}" if name in cols else f"NULL AS {alias}"
+
+    name_col = next((c for c in ("demangledName", "name", "mangledName", "shortName") if c in cols), None)
+    select = [
+        "a.rowid AS _row", "a.start AS start_ns", "a.[end] AS end_ns",
+        col("deviceId", "device_id"), col("contextId", "context_id"), col("streamId", "stream_id"),
+        col("correlationId", "correlation_id"), col("globalPid", "global_pid"), col("bytes", "bytes"),
+        col("graphNodeId", "graph_node_id"), col(name_col or "", "_name"), col("shortName", "_short"),
+        col("copyKind", "_copy_kind"), col("graphId", "_graph_id"),
+    ]  # fmt: skip
+    select += [col(c, "_" + c) for c in ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")]
+    join = ""
+    if has_runtime and {"correlationId", "globalPid"} <= cols:
+        select += ["r.start AS launch_start_ns", "r.globalTid AS launch_tid"]
+        select.append(f"r.[{api_name_col}] AS _api" if api_name_col else "NULL AS _api")
+        # correlationIds are unique per process only: match the process too.
+        join = (
+            f" LEFT JOIN {RUNTIME} r ON r.correlationId = a.correlationId"
+            f" AND (r.globalTid >> {_PID_SHIFT}) = (a.globalPid >> {_PID_SHIFT})"
+        )
+    else:
+        select += ["NULL AS launch_start_ns", "NULL AS launch_tid", "NULL AS _api"]
+    sql = f"SELECT {', '.join(select)} FROM [{table}] a{join}"
+    df = pd.read_sql_query(sql, con)
+    if df.empty:
+        return _empty(OP_COLUMNS)
+    # A correlationId seen twice in the runtime table would duplicate the op: keep one launch.
+    df = df.drop_duplicates("_row", keep="first")
+    df = df[df["end_ns"].notna() & df["start_ns"].notna()]
+    df["kind"] = kind
+    df["name"] = _op_names(con, df, kind, strings)
+    df["short_name"] = strings.lookup(df["_short"]) if kind == "kernel" else df["name"]
+    df["launch_api"] = _strip_api_version(strings.lookup(df["_api"]))
+    if kind == "kernel" and df["_gridX"].notna().any():
+        df["grid"] = _xyz(df, "_grid")
+        df["block"] = _xyz(df, "_block")
+    else:
+        df["grid"] = pd.NA
+        df["block"] = pd.NA
+    for c in ("start_ns", "end_ns"):
+        df[c] = df[c].astype(np.int64)
+    for c in ("device_id", "context_id", "stream_id", "correlation_id", "global_pid", "launch_tid",
+              "bytes", "graph_node_id", "launch_start_ns"):  # fmt: skip
+        df[c] = df[c].astype("Int64")
+    df["op_id"] = 0
+    df["duration_ns"] = 0
+    return df[OP_COLUMNS]
+
+
+def _op_names(con: sqlite3.Connection, df: pd.DataFrame, kind: str, strings: _Strings) -> pd.Series:
+    if kind == "kernel":
+        return strings.lookup(df["_name"]).fillna("<unnamed kernel>")
+    if kind == "memcpy":
+        # The label nsys itself prints: "[CUDA memcpy Device-to-Device]".
+        labels = _enum(con, "ENUM_CUDA_MEMCPY_OPER")
+        kinds = df["_copy_kind"].map(lambda v: labels.get(int(v), f"kind {int(v)}") if pd.notna(v) else None)
+        return ("[CUDA memcpy " + kinds.fillna("") + "]").str.replace(" ]", "]", regex=False)
+    if kind == "memset":
+        return pd.Series("[CUDA memset]", index=df.index)
+    gid = df["_graph_id"].map(lambda v: f" {int(v)}" if pd.notna(v) else "")
+    return "[CUDA graph" + gid + "]"
+
+
+def _enum(con: sqlite3.Connection, table: str) -> dict[int, str]:
+    try:
+        return {int(i): str(label) for i, label in con.execute(f"SELECT id, label FROM [{table}]")}
+    except sqlite3.OperationalError:  # no such table in this nsys version
+        return {}
+
+
+def _strip_api_version(api: pd.Series) -> pd.Series:
+    # The runtime table names calls with their ABI version ("cudaLaunchKernel_v7000").
+    return api.str.replace(r"_v\d+$", "", regex=True)
+
+
+def _xyz(df: pd.DataFrame, prefix: str) -> pd.Series:
+    parts = [df[f"{prefix}{a}"].astype("Int64").astype(str) for a in "XYZ"]
+    return parts[0] + "," + parts[1] + "," + parts[2]
+
+
+def _empty(columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+
+
+def _event_types(con: sqlite3.Connection, tables: set[str]) -> dict[str, int]:
+    types = dict(_EVENT_TYPE_DEFAULTS)
+    if "ENUM_NSYS_EVENT_TYPE" in tables:
+        names = ",".join(f"'{n}'" for n in types)
+        for i, name in con.execute(f"SELECT id, name FROM ENUM_NSYS_EVENT_TYPE WHERE name IN ({names})"):
+            types[str(name)] = int(i)
+    return types
+
+
+def _read_ranges(con: sqlite3.Connection, tables: set[str], strings: _Strings) -> pd.DataFrame:
+    if NVTX not in tables:
+        return _empty(RANGE_COLUMNS)
+    cols = _columns(con, NVTX)
+    if not {"start", "eventType"} <= cols:
+        return _empty(RANGE_COLUMNS)
+    et = _event_types(con, tables)
+    pushpop, startend, domain_create = et["NvtxPushPopRange"], et["NvtxStartEndRange"], et["NvtxDomainCreate"]
+
+    def col(name: str, alias: str) -> str:
+        return f"e.[{name}] AS {alias}" if name in cols else f"NULL AS {alias}"
+
+    text = "e.text" if "text" in cols else "NULL"
+    join = ""
+    if "textId" in cols and "StringIds" in tables:
+        text = f"COALESCE({text}, s.value)"
+        join = " LEFT JOIN StringIds s ON s.id = e.textId"
+    sql = (
+        f"SELECT e.rowid AS _row, e.start AS start_ns, {col('end', 'end_ns')}, e.eventType AS _type, "
+        f"{text} AS name, {col('globalTid', 'global_tid')}, {col('endGlobalTid', 'end_global_tid')}, "
+        f"{col('domainId', 'domain_id')} FROM {NVTX} e{join} "
+        f"WHERE e.eventType IN ({pushpop}, {startend}, {domain_create})"
+    )
+    ev = pd.read_sql_query(sql, con)
+    ev["domain_id"] = ev["domain_id"].fillna(0).astype(np.int64)
+    ev["global_tid"] = ev["global_tid"].astype("Int64")
+    ev["_pid"] = np.right_shift(ev["global_tid"].fillna(0).to_numpy(dtype=np.int64), _PID_SHIFT)
+    created = ev[ev["_type"] == domain_create]
+    ev = ev[ev["_type"].isin([pushpop, startend])].copy()
+    if ev.empty:
+        return _empty(RANGE_COLUMNS)
+    # Domain ids are per process; domain 0 is the default domain, which has no name.
+    names = created.drop_duplicates(["_pid", "domain_id"]).set_index(["_pid", "domain_id"])["name"]
+    key = pd.MultiIndex.from_arrays([ev["_pid"], ev["domain_id"]])
+    ev["domain"] = pd.Series(names.reindex(key).to_numpy(), index=ev.index)
+    by_id = created.drop_duplicates("domain_id").set_index("domain_id")["name"]
+    ev["domain"] = ev["domain"].fillna(ev["domain_id"].map(by_id))
+    ev.loc[ev["domain_id"] == 0, "domain"] = None
+    ev["name"] = ev["name"].fillna("")
+    ev["kind"] = np.where(ev["_type"] == pushpop, "pushpop", "startend")
+    ev["start_ns"] = ev["start_ns"].astype(np.int64)
+    ev["end_ns"] = ev["end_ns"].astype("Int64")
+    ev["end_global_tid"] = ev["end_global_tid"].astype("Int64")
+    ev["depth"] = 0
+    ev["path"] = _prefix(ev["domain"]) + ev["name"]
+    pp = ev[ev["kind"] == "pushpop"]
+    if not pp.empty:
+        depth, path = _nest(pp)
+        ev.loc[pp.index, "depth"] = depth
+        ev.loc[pp.index, "path"] = path
+    ev = ev.sort_values(["start_ns", "depth", "_row"], kind="stable", ignore_index=True)
+    ev["range_id"] = np.arange(len(ev), dtype=np.int64)
+    ev["depth"] = ev["depth"].astype(np.int64)
+    return ev[RANGE_COLUMNS]
+
+
+def _prefix(domain: pd.Series) -> pd.Series:
+    return (domain.astype(object) + ":").where(domain.notna(), "").astype(object)
+
+
+def _nest(pp: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Depth and full path of push/pop ranges, nested per (thread, domain), vectorized.
+
+    Push/pop ranges of one thread and domain form a stack, so they nest properly. Sorting each
+    group by (start, longest first) and walking +1 at each start and -1 at each end gives the
+    depth; a range's parent is the last range before it, in that order, one level up.
+    """
+    end = pp["end_ns"].astype("float64").fillna(float(_OPEN_END)).astype(np.int64)
+    df = pd.DataFrame(
+        {
+            "g_tid": pp["global_tid"].fillna(-1).astype(np.int64),
+            "g_dom": pp["domain_id"].to_numpy(),
+            "s": pp["start_ns"].to_numpy(),
+            "e": end.to_numpy(),
+            "neg_e": -end.to_numpy(),
+        },
+        index=pp.index,
+    )
+    df = df.sort_values(["g_tid", "g_dom", "s", "neg_e"], kind="stable")
+    n = len(df)
+    group = df.groupby(["g_tid", "g_dom"], sort=False).ngroup().to_numpy()
+    # Events: (group, time, order) with ends before starts at equal times (ranges are half-open),
+    # except that a zero-length range's end comes after its own start.
+    s, e = df["s"].to_numpy(), df["e"].to_numpy()
+    zero = e == s
+    ev_group = np.concatenate([group, group])
+    ev_time = np.concatenate([s, e])
+    ev_order = np.concatenate([np.ones(n), np.where(zero, 2, 0)])
+    ev_seq = np.concatenate([np.arange(n), np.arange(n)])
+    ev_delta = np.concatenate([np.ones(n, dtype=np.int64), -np.ones(n, dtype=np.int64)])
+    order = np.lexsort((ev_seq, ev_order, ev_time, ev_group))
+    level = np.cumsum(ev_delta[order])
+    is_start = order < n
+    # Each group's events sum to zero (every range ends), so the running sum needs no reset.
+    depth = np.empty(n, dtype=np.int64)
+    depth[order[is_start]] = level[is_start] - 1
+    names = pp.loc[df.index, "name"].to_numpy(dtype=object)
+    prefix = _prefix(pp.loc[df.index, "domain"]).to_numpy(dtype=object)
+    path = np.empty(n, dtype=object)
+    positions = np.arange(n)
+    top = depth == 0
+    path[top] = prefix[top] + names[top]
+    for d in range(1, int(depth.max()) + 1 if n else 0):
+        here = positions[depth == d]
+        above = positions[depth == d - 1]
+        parent = above[np.searchsorted(above, here) - 1]
+        path[here] = path[parent] + "/" + names[here]
+    return pd.Series(depth, index=df.index), pd.Series(path, index=df.index)
+
+
+def _read_meta(con: sqlite3.Connection, tables: set[str]) -> dict[str, str]:
+    if "META_DATA_EXPORT" not in tables:
+        return {}
+    return {str(k): str(v) for k, v in con.execute("SELECT name, value FROM META_DATA_EXPORT")}
+
+
+def attribute(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
+    """(op_id, range_id) for every range containing the start of the op's launch call.
+
+    Push/pop ranges count only on the launching thread (they are per-thread stacks); start/end
+    ranges count on any thread of the same process (they may start and end on different threads).
+    Ops whose launch call was not recorded belong to no range.
+    """
+    empty = pd.DataFrame({"op_id": pd.Series(dtype=np.int64), "range_id": pd.Series(dtype=np.int64)})
+    if ops.empty or ranges.empty:
+        return empty
+    launched = ops[ops["launch_start_ns"].notna() & ops["launch_tid"].notna()]
+    pts = pd.DataFrame(
+        {
+            "op_id": launched["op_id"].to_numpy(dtype=np.int64),
+            "t": launched["launch_start_ns"].to_numpy(dtype=np.int64),
+            "tid": launched["launch_tid"].to_numpy(dtype=np.int64),
+        }
+    )
+    pts["pid"] = np.right_shift(pts["tid"].to_numpy(), _PID_SHIFT)
+    ivs = pd.DataFrame(
+        {
+            "range_id": ranges["range_id"].to_numpy(dtype=np.int64),
+            "kind": ranges["kind"].to_numpy(),
+            "start_ns": ranges["start_ns"].to_numpy(dtype=np.int64),
+            "end_ns": ranges["end_ns"].astype("float64").fillna(float(_OPEN_END)).to_numpy(dtype=np.int64),
+            "tid": ranges["global_tid"].fillna(-1).to_numpy(dtype=np.int64),
+        }
+    )
+    ivs["pid"] = np.right_shift(ivs["tid"].to_numpy(), _PID_SHIFT)
+    pushpop = ivs[ivs["kind"] == "pushpop"]
+    startend = ivs[ivs["kind"] == "startend"]
+    parts = [
+        containing(pts, pushpop, point_key="op_id", interval_key="range_id", group="tid"),
+        containing(pts, startend, point_key="op_id", interval_key="range_id", group="pid"),
+    ]
+    out = pd.concat([p for p in parts if not p.empty] or [empty], ignore_index=True)
+    out = out.astype({"op_id": np.int64, "range_id": np.int64})
+    return out.sort_values(["op_id", "range_id"], ignore_index=True)
+
+
+def summarize_by_range(report: NsysReport) -> pd.DataFrame:
+    """Per range path, over all its instances: op counts, GPU time, busy time and span (ns).
+
+    ``gpu_time_ns`` sums op durations; ``busy_ns`` sums, over instances, the union of the op
+    intervals (overlapping streams counted once); ``span_ns`` sums, over instances, last op end
+    minus first op start. Ranges without ops count with zeros.
+    """
+    ranges = report.ranges
+    if ranges.empty:
+        return _empty(SUMMARY_COLUMNS)
+    cols = ["op_id", "kind", "start_ns", "end_ns", "duration_ns"]
+    att = report.attribution.merge(report.ops[cols], on="op_id", how="inner")
+    for kind in ("kernel", "memcpy", "memset"):
+        att[kind] = (att["kind"] == kind).astype(np.int64)
+    per_inst = att.groupby("range_id").agg(
+        ops=("op_id", "size"),
+        kernels=("kernel", "sum"),
+        memcpy=("memcpy", "sum"),
+        memset=("memset", "sum"),
+        gpu_time_ns=("duration_ns", "sum"),
+    )
+    per_inst = per_inst.join(union_by_group(att, "range_id")).join(span_by_group(att, "range_id"))
+    inst = ranges[["range_id", "path", "domain", "depth", "start_ns"]].set_index("range_id").join(per_inst)
+    counts = ["ops", "kernels", "memcpy", "memset", "gpu_time_ns", "busy_ns", "span_ns"]
+    inst[counts] = inst[counts].fillna(0).astype(np.int64)
+    out = inst.groupby("path", sort=False).agg(
+        **{c: (c, "sum") for c in counts},
+        instances=("start_ns", "size"),
+        domain=("domain", "first"),
+        depth=("depth", "first"),
+        first=("start_ns", "min"),
+    )
+    out = out.sort_values(["first", "depth"], kind="stable").drop(columns="first")
+    out = out.reset_index().rename(columns={"path": "range"})
+    return out[SUMMARY_COLUMNS]

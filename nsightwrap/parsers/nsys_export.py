@@ -1,0 +1,67 @@
+"""Turn a ``.nsys-rep`` into the SQLite export that ``parsers.nsys`` reads.
+
+nsys keeps its reports in a private format; only ``nsys export --type sqlite`` reads them. The
+process itself starts in ``nsightwrap.launch`` (the one module that starts processes); this
+module decides where the export goes, reuses a fresh one, and turns failures into one line.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nsightwrap import launch
+from nsightwrap.errors import InputNotFound, ProfilerFailed, ToolNotFound
+from nsightwrap.tools import find_tool
+
+#: nsys export of a large report takes a while; beyond this something is wrong.
+EXPORT_TIMEOUT_S = 600.0
+
+
+def find_nsys(tool_path: str | None = None) -> str:
+    """The nsys to export with (``--nsys``, NSIGHTWRAP_NSYS, PATH, install places); ToolNotFound otherwise."""
+    try:
+        return find_tool("nsys", tool_path).path
+    except ToolNotFound as exc:
+        raise ToolNotFound(
+            f"reading a .nsys-rep needs nsys to export it: {exc.message}",
+            hint=(exc.hint or "") + "; or run `nsys export --type sqlite REPORT.nsys-rep` elsewhere "
+            "and inspect the .sqlite",
+        ) from exc
+
+
+def sqlite_path_for(rep: Path) -> Path:
+    """Where the export of ``rep`` goes: beside it, same stem, ``.sqlite``."""
+    return rep.with_suffix(".sqlite")
+
+
+def export_nsys_sqlite(rep: str | Path, tool_path: str | None = None) -> Path:
+    """Export ``rep`` to SQLite beside it (reusing an export newer than the report); its path."""
+    rep = Path(rep)
+    if not rep.is_file():
+        raise InputNotFound(f"{rep} does not exist; give the path of an nsys .nsys-rep report")
+    out = sqlite_path_for(rep)
+    if out.is_file() and out.stat().st_mtime >= rep.stat().st_mtime and out.stat().st_size > 0:
+        return out
+    nsys = find_nsys(tool_path)
+    if not os.access(out.parent, os.W_OK):
+        raise ProfilerFailed(
+            f"cannot write {out} beside the report; copy {rep.name} to a writable folder, "
+            f"or run `nsys export --type sqlite -o OUT.sqlite {rep}` and inspect OUT.sqlite"
+        )
+    argv = launch.nsys_export_argv(nsys, rep, out)
+    result = launch.probe(argv, timeout_s=EXPORT_TIMEOUT_S)
+    if not result.ok or not out.is_file():
+        why = (
+            result.error
+            or _last_line(result.stderr)
+            or _last_line(result.stdout)
+            or f"exit {result.returncode}"
+        )
+        raise ProfilerFailed(f"`nsys export --type sqlite` of {rep} failed: {why}")
+    return out
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""

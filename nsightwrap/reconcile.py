@@ -1,0 +1,611 @@
+"""Per-benchmark reconciliation: timer vs ncu (at one SM clock) vs nsys, and the causes.
+
+Pure functions on parsed data (contract frames in, frozen dataclasses out). A benchmark is an
+NVTX range path plus the naming of its per-iteration ranges (``BenchmarkSpec``): kernels and
+ops are tied to iteration ``i`` through the range ``<nvtx_path>/<iter_prefix><i>``.
+docs/reconciliation.md explains the model, each cause and its thresholds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from nsightwrap import intervals
+from nsightwrap.clocks import MEMORY_BOUND_MARGIN_PCT, normalize_kernels
+from nsightwrap.contract import ITER_PREFIX
+from nsightwrap.model import (
+    BenchmarkResult,
+    Cause,
+    CauseCode,
+    ClockModel,
+    KernelTiming,
+    NcuStats,
+    NsysStats,
+    TimerStats,
+    Verdict,
+)
+
+#: Clocks closer than this (relative) are "the same clock": NVML reports 15 MHz steps.
+CLOCK_SAME = 0.02
+#: Smallest timer excess over nsys busy time named as launch overhead: an empty CUDA-event
+#: window alone measured 1.3 us on an H200.
+LAUNCH_MIN_NS = 1000.0
+#: Kernels shorter than this are launch-bound candidates under plain CUDA-event timing.
+SHORT_KERNEL_NS = 20_000.0
+#: Sum of op durations above busy time by this share means ops ran concurrently.
+OVERLAP_SHARE = 0.02
+#: Flush methods that leave dirty lines in L2 (the next kernel pays their write-back).
+DIRTY_FLUSHES = frozenset({"zero", "zero_", "memset", "fill", "dirty"})
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """What identifies a benchmark in the profiles, and its in-process timings if any.
+
+    ``nvtx_path`` is the benchmark range's full path (``nsightwrap:mm_small``); iteration ``i``
+    is the range ``f"{nvtx_path}/{iter_prefix}{i}"`` (``nsightwrap:mm_small/iter0``; the
+    reference workload names them ``mm_small/iter0`` inside ``mm_small``, so its prefix is
+    ``mm_small/iter``).
+    """
+
+    name: str
+    nvtx_path: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    iter_prefix: str = ITER_PREFIX
+    timer: TimerStats | None = None
+
+    def iteration_pattern(self) -> re.Pattern[str]:
+        """Regex matching an iteration range path; group 1 is the iteration index."""
+        return re.compile(re.escape(f"{self.nvtx_path}/{self.iter_prefix}") + r"(\d+)")
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return float(statistics.median(values)) if values else None
+
+
+def _paths(v: object) -> tuple[str, ...]:
+    if isinstance(v, str):
+        return (v,)
+    if isinstance(v, Iterable):
+        return tuple(str(p) for p in v)
+    return ()
+
+
+def base_name(kernel: str) -> str:
+    """Function name without return type, namespaces, template arguments or parameters.
+
+    ncu's short name and nsys's demangled name of one kernel then compare equal.
+    """
+    kernel = kernel.replace("<unnamed>", "").replace("(anonymous namespace)", "")
+    cut = next((i for i, ch in enumerate(kernel) if ch in "<("), len(kernel))
+    head = kernel[:cut].strip().split(" ")[-1]
+    return head.split("::")[-1]
+
+
+def _opt(v: object) -> float | None:
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else f
+
+
+# ----------------------------------------------------------------------------- ncu
+
+
+def ncu_stats(kernels: pd.DataFrame, spec: BenchmarkSpec, ref_clock_hz: float | None) -> NcuStats:
+    """ncu's per-iteration kernel sums for ``spec``, raw and normalized to ``ref_clock_hz``."""
+    pat = spec.iteration_pattern()
+    iters: list[int | None] = []
+    in_bench: list[bool] = []
+    for ranges in kernels["nvtx_ranges"] if len(kernels) else []:
+        paths = _paths(ranges)
+        found = next((int(m.group(1)) for p in paths if (m := pat.fullmatch(p))), None)
+        iters.append(found)
+        in_bench.append(any(p == spec.nvtx_path or p.startswith(spec.nvtx_path + "/") for p in paths))
+    frame = kernels.assign(nw_iter=iters, nw_bench=in_bench) if len(kernels) else kernels.assign(nw_iter=[], nw_bench=[])
+    measured = frame[frame["nw_iter"].notna()]
+    excluded = int((frame["nw_bench"].astype(bool) & frame["nw_iter"].isna()).sum()) if len(frame) else 0
+    if "launch_id" in measured:
+        measured = measured.sort_values("launch_id", kind="stable")
+    norm = normalize_kernels(measured, ref_clock_hz) if len(measured) else measured
+    rows: list[KernelTiming] = []
+    per_iter: dict[int, list[KernelTiming]] = {}
+    for r in norm.itertuples(index=False):
+        kt = KernelTiming(
+            iteration=int(r.nw_iter),
+            kernel=str(r.kernel),
+            kernel_short=str(getattr(r, "kernel_short", r.kernel)),
+            duration_ns=float(r.duration_ns),
+            sm_clock_hz=_opt(r.sm_clock_hz),
+            cycles=_opt(r.cycles),
+            sm_throughput_pct=_opt(r.sm_throughput_pct),
+            memory_throughput_pct=_opt(r.memory_throughput_pct),
+            clock_model=ClockModel(r.clock_model),
+            normalized_ns=float(r.normalized_ns),
+        )
+        rows.append(kt)
+        per_iter.setdefault(kt.iteration, []).append(kt)
+    order = sorted(per_iter)
+    it_ns = tuple(sum(k.duration_ns for k in per_iter[i]) for i in order)
+    it_cyc = tuple(sum(k.cycles or 0.0 for k in per_iter[i]) for i in order)
+    it_norm = tuple(sum(k.normalized_ns for k in per_iter[i]) for i in order)
+    timed = [k for k in rows if k.cycles is not None]
+    clock = (
+        sum(k.cycles or 0.0 for k in timed) / sum(k.duration_ns for k in timed) * 1e9
+        if timed and sum(k.duration_ns for k in timed) > 0
+        else None
+    )
+    signatures = Counter(tuple(k.kernel_short for k in per_iter[i]) for i in order)
+    names = signatures.most_common(1)[0][0] if signatures else ()
+    return NcuStats(
+        iterations_ns=it_ns,
+        iterations_cycles=it_cyc,
+        normalized_iterations_ns=it_norm,
+        median_ns=_median(it_ns),
+        normalized_ns=_median(it_norm),
+        sm_clock_hz=clock,
+        kernels_per_iteration=tuple(len(per_iter[i]) for i in order),
+        kernel_names=names,
+        excluded_kernels=excluded,
+        kernels=tuple(rows),
+    )
+
+
+# ----------------------------------------------------------------------------- nsys
+
+
+def nsys_stats(
+    ops: pd.DataFrame, ranges: pd.DataFrame, attribution: pd.DataFrame, spec: BenchmarkSpec
+) -> NsysStats:
+    """nsys's per-iteration figures for ``spec``: one iteration per matching range instance."""
+    pat = spec.iteration_pattern()
+    iter_of = ranges["path"].map(lambda p: int(m.group(1)) if (m := pat.fullmatch(str(p))) else None)
+    its = ranges.loc[iter_of.notna(), ["range_id", "start_ns"]].assign(_iter=iter_of[iter_of.notna()])
+    its = its.sort_values(["_iter", "start_ns"], kind="stable")
+    range_ids = its["range_id"].tolist()
+    att = attribution[attribution["range_id"].isin(range_ids)]
+    cols = ["op_id", "kind", "name", "start_ns", "end_ns", "duration_ns", "stream_id"]
+    per = att.merge(ops[cols + (["short_name"] if "short_name" in ops else [])], on="op_id", how="inner")
+    if "short_name" in per:
+        per["name"] = per["short_name"].where(per["short_name"].notna(), per["name"])
+    busy = intervals.union_by_group(per, "range_id")
+    span = intervals.span_by_group(per, "range_id")
+    k_ns, b_ns, s_ns, o_ns, nk_ns = [], [], [], [], []
+    nk, nc, nm = [], [], []
+    signatures: Counter[tuple[str, ...]] = Counter()
+    streams = 0
+    groups = dict(tuple(per.groupby("range_id", sort=False))) if len(per) else {}
+    for rid in range_ids:
+        g = groups.get(rid)
+        if g is None or g.empty:
+            k_ns.append(0.0), b_ns.append(0.0), s_ns.append(0.0), o_ns.append(0.0), nk_ns.append(0.0)
+            nk.append(0), nc.append(0), nm.append(0)
+            signatures[()] += 1
+            continue
+        g = g.sort_values("start_ns", kind="stable")
+        kern = g[g["kind"] == "kernel"]
+        k_ns.append(float(kern["duration_ns"].sum()))
+        b_ns.append(float(busy.get(rid, 0)))
+        s_ns.append(float(span.get(rid, 0)))
+        o_ns.append(float(g["duration_ns"].sum()))
+        nk_ns.append(float(g.loc[g["kind"] != "kernel", "duration_ns"].sum()))
+        nk.append(len(kern))
+        nc.append(int((g["kind"] == "memcpy").sum()))
+        nm.append(int((g["kind"] == "memset").sum()))
+        streams = max(streams, int(g["stream_id"].nunique()))
+        signatures[tuple(str(n) for n in kern["name"])] += 1
+    gaps = [s - b for s, b in zip(s_ns, b_ns, strict=True)]
+    return NsysStats(
+        iterations_ns=tuple(k_ns),
+        busy_ns=tuple(b_ns),
+        span_ns=tuple(s_ns),
+        op_sum_ns=tuple(o_ns),
+        non_kernel_ns=tuple(nk_ns),
+        kernels_per_iteration=tuple(nk),
+        memcpy_per_iteration=tuple(nc),
+        memset_per_iteration=tuple(nm),
+        streams=streams,
+        kernel_names=signatures.most_common(1)[0][0] if signatures else (),
+        median_ns=_median(k_ns),
+        busy_median_ns=_median(b_ns),
+        span_median_ns=_median(s_ns),
+        gap_median_ns=_median(gaps),
+    )
+
+
+def per_call(nsys: NsysStats, calls: int) -> NsysStats:
+    """``nsys`` with every per-iteration figure divided by ``calls`` (calls per iteration)."""
+
+    def d(v: tuple[float, ...]) -> tuple[float, ...]:
+        return tuple(x / calls for x in v)
+
+    def c(v: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(x // calls for x in v)
+
+    def m(v: float | None) -> float | None:
+        return None if v is None else v / calls
+
+    return NsysStats(
+        iterations_ns=d(nsys.iterations_ns),
+        busy_ns=d(nsys.busy_ns),
+        span_ns=d(nsys.span_ns),
+        op_sum_ns=d(nsys.op_sum_ns),
+        non_kernel_ns=d(nsys.non_kernel_ns),
+        kernels_per_iteration=c(nsys.kernels_per_iteration),
+        memcpy_per_iteration=c(nsys.memcpy_per_iteration),
+        memset_per_iteration=c(nsys.memset_per_iteration),
+        streams=nsys.streams,
+        kernel_names=nsys.kernel_names[: len(nsys.kernel_names) // calls],
+        median_ns=m(nsys.median_ns),
+        busy_median_ns=m(nsys.busy_median_ns),
+        span_median_ns=m(nsys.span_median_ns),
+        gap_median_ns=m(nsys.gap_median_ns),
+    )
+
+
+# ----------------------------------------------------------------------------- causes
+
+
+def _mode(values: Sequence[int]) -> int | None:
+    return Counter(values).most_common(1)[0][0] if values else None
+
+
+def _us(ns: float | None) -> str:
+    return "n/a" if ns is None else f"{ns / 1e3:.2f} us"
+
+
+def _ghz(hz: float | None) -> str:
+    return "n/a" if hz is None else f"{hz / 1e9:.3f} GHz"
+
+
+def _flush_kind(method: Mapping[str, Any]) -> str | None:
+    """The timer's L2 flush: ``None`` (no flush) or its kind (``write+read``, ``zero``, ``yes``)."""
+    kind = method.get("flush")
+    if isinstance(kind, str) and kind:
+        return None if kind in ("none", "off", "no") else kind
+    v = method.get("flush_l2")
+    if v in (None, False, "none", "off", "no", "false", 0):
+        return None
+    return v if isinstance(v, str) and v not in ("true", "yes", "on") else "yes"
+
+
+def disagreement(ncu: NcuStats | None, nsys: NsysStats | None) -> Cause | None:
+    """``extra_or_missing_kernels`` when ncu and nsys disagree about the kernels of an iteration."""
+    if ncu is None or nsys is None:
+        return None
+    n_ncu = _mode(ncu.kernels_per_iteration) or 0
+    n_nsys = _mode(nsys.kernels_per_iteration) or 0
+    ev: dict[str, float | int | str | None] = {
+        "ncu_kernels_per_iteration": n_ncu,
+        "nsys_kernels_per_iteration": n_nsys,
+        "ncu_iterations": len(ncu.iterations_ns),
+        "nsys_iterations": len(nsys.iterations_ns),
+        "ncu_excluded_kernels": ncu.excluded_kernels,
+    }
+    if n_ncu == 0 and n_nsys > 0:
+        return Cause(
+            CauseCode.EXTRA_OR_MISSING_KERNELS,
+            f"ncu profiled no kernel in the iteration ranges while nsys saw {n_nsys} per iteration: "
+            "the ncu filter matched nothing",
+            ev,
+            "check the --nvtx-include filter of the ncu pass against the range names nsys shows",
+        )
+    if n_ncu != n_nsys:
+        return Cause(
+            CauseCode.EXTRA_OR_MISSING_KERNELS,
+            f"ncu counted {n_ncu} kernels per iteration, nsys {n_nsys}",
+            ev,
+            "make sure only the measured call runs inside the iteration range (no flush or warm-up kernels)",
+        )
+    a = sorted(base_name(n) for n in ncu.kernel_names)
+    b = sorted(base_name(n) for n in nsys.kernel_names)
+    if a != b:
+        ev["ncu_kernels"] = ", ".join(a)
+        ev["nsys_kernels"] = ", ".join(b)
+        return Cause(
+            CauseCode.EXTRA_OR_MISSING_KERNELS,
+            "ncu and nsys ran different kernels in the iteration (different library choices?)",
+            ev,
+            "pin the algorithm (e.g. disable autotuning) so that every pass runs the same kernels",
+        )
+    return None
+
+
+def find_causes(
+    timer: TimerStats | None,
+    ncu: NcuStats | None,
+    nsys: NsysStats | None,
+    *,
+    ratio: float | None,
+    ratio_raw: float | None,
+    ref_clock_hz: float | None,
+    tolerance: float,
+    ncu_cache_control: str = "all",
+) -> tuple[Cause, ...]:
+    """Every cause the data supports for a flagged benchmark (``unexplained`` if none)."""
+    causes: list[Cause] = []
+    t = timer.median_ns if timer else None
+    n_ncu = (_mode(ncu.kernels_per_iteration) or 0) if ncu else 0
+    dis = disagreement(ncu, nsys)
+    if dis:
+        causes.append(dis)
+
+    if nsys is not None and nsys.non_kernel_ns:
+        nk = _median(nsys.non_kernel_ns) or 0.0
+        copies, sets = _mode(nsys.memcpy_per_iteration) or 0, _mode(nsys.memset_per_iteration) or 0
+        share = nk / nsys.busy_median_ns if nsys.busy_median_ns else None
+        only_copies = ncu is not None and n_ncu == 0 and not any(nsys.kernels_per_iteration)
+        if nk > 0 and (only_copies or (t and nk > tolerance / 2 * t)):
+            causes.append(
+                Cause(
+                    CauseCode.NON_KERNEL_WORK,
+                    f"{copies} memcpy and {sets} memset per iteration took {_us(nk)} that ncu cannot see"
+                    + (" (ncu saw no kernel at all)" if only_copies else ""),
+                    {
+                        "memcpy_per_iteration": copies,
+                        "memset_per_iteration": sets,
+                        "non_kernel_ns": nk,
+                        "share_of_busy": share,
+                        "ncu_kernels_per_iteration": n_ncu if ncu is not None else None,
+                        "nsys_busy_ns": nsys.busy_median_ns,
+                        "timer_ns": t,
+                    },
+                    "ncu profiles kernels only: judge this benchmark by nsys busy time, or keep copies "
+                    "out of the measured range",
+                )
+            )
+
+    if ncu is not None and ncu.sm_clock_hz and ref_clock_hz and n_ncu:
+        rel = ref_clock_hz / ncu.sm_clock_hz - 1
+        n_comp = sum(k.clock_model is not ClockModel.MEMORY for k in ncu.kernels)
+        n_mem = sum(k.clock_model is ClockModel.MEMORY for k in ncu.kernels)
+        # Only a clock difference that moved a rescaled kernel can explain anything.
+        if abs(rel) > CLOCK_SAME and n_comp:
+            raw_ok = ratio_raw is not None and abs(ratio_raw - 1) <= tolerance
+            norm_ok = ratio is not None and abs(ratio - 1) <= tolerance
+            if norm_ok and not raw_ok:
+                what = "normalization closes the gap"
+            elif raw_ok and not norm_ok:
+                what = (
+                    "ncu at its own clock agrees with the timer; normalizing to the reference clock "
+                    "opens the gap, so the reference clock is probably not the clock the kernels ran at"
+                )
+            else:
+                what = "normalization does not close the gap alone"
+            causes.append(
+                Cause(
+                    CauseCode.CLOCK,
+                    f"ncu ran at {_ghz(ncu.sm_clock_hz)}, the reference clock is {_ghz(ref_clock_hz)} "
+                    f"({rel:+.1%}): {what}",
+                    {
+                        "ncu_sm_clock_hz": ncu.sm_clock_hz,
+                        "ref_clock_hz": ref_clock_hz,
+                        "ratio_raw": ratio_raw,
+                        "ratio_normalized": ratio,
+                        "kernels_rescaled": n_comp,
+                        "kernels_memory_bound": n_mem,
+                    },
+                    "measure the SM clock on the GPU during the work (timer probe) or give --clock-ref HZ; "
+                    "lock clocks (nvidia-smi -lgc) for stable numbers",
+                )
+            )
+
+    if timer is not None and ncu is not None and n_ncu:
+        flush = _flush_kind(timer.method)
+        ncu_flushes = ncu_cache_control != "none"
+        slow = None
+        if nsys is not None and ncu.median_ns and ncu.normalized_ns and nsys.median_ns:
+            # Kernels slower outside ncu than inside it at either clock: ncu leaves the L2 clean.
+            slow = min(nsys.median_ns / ncu.median_ns, nsys.median_ns / ncu.normalized_ns)
+        mismatch = (flush is None) == ncu_flushes
+        dirty = flush in DIRTY_FLUSHES and ncu_flushes and slow is not None and slow > 1 + tolerance / 2
+        if mismatch or dirty:
+            if mismatch and flush is None:
+                msg = "the timer does not flush the L2 while ncu flushes caches before every kernel"
+            elif mismatch:
+                msg = "the timer flushes the L2 while ncu ran with --cache-control none"
+            else:
+                msg = (
+                    f"the timer flushes the L2 by '{flush}' (leaves dirty lines to write back); the same "
+                    f"kernels took {slow - 1:+.0%} longer under nsys than under ncu, whose flush leaves L2 clean"
+                )
+            causes.append(
+                Cause(
+                    CauseCode.CACHE_STATE,
+                    msg,
+                    {
+                        "timer_flush": flush or "none",
+                        "ncu_cache_control": ncu_cache_control,
+                        "nsys_kernel_ns": nsys.median_ns if nsys else None,
+                        "ncu_kernel_ns": ncu.median_ns,
+                        "nsys_over_ncu": slow,
+                    },
+                    "flush the same way in both: a clean flush (write then read a 2x L2 buffer) in the timer, "
+                    "or ncu --cache-control none to compare warm numbers",
+                )
+            )
+
+    if timer is not None and t:
+        kernel_med = _median([k.duration_ns for k in ncu.kernels]) if ncu and ncu.kernels else None
+        if nsys is not None and nsys.busy_median_ns is not None and any(nsys.busy_ns):
+            excess = t - nsys.busy_median_ns
+            gap = nsys.gap_median_ns or 0.0
+            threshold = max(LAUNCH_MIN_NS, tolerance / 2 * t)
+            if excess > threshold or gap > threshold:
+                causes.append(
+                    Cause(
+                        CauseCode.LAUNCH_OVERHEAD,
+                        f"the timer window ({_us(t)}) is {_us(excess)} longer than the GPU was busy under nsys "
+                        f"({_us(nsys.busy_median_ns)}); gaps between ops {_us(gap)} per iteration",
+                        {
+                            "timer_ns": t,
+                            "nsys_busy_ns": nsys.busy_median_ns,
+                            "nsys_span_ns": nsys.span_median_ns,
+                            "nsys_gap_ns": gap,
+                            "excess_ns": excess,
+                            "kernel_median_ns": kernel_med,
+                            "kernels_per_iteration": _mode(nsys.kernels_per_iteration),
+                        },
+                        "launches and event overhead are inside the window: capture the call in a CUDA graph, "
+                        "hold the queue back before timing, or time many calls per window",
+                    )
+                )
+        elif kernel_med is not None and kernel_med < SHORT_KERNEL_NS and ratio is not None and ratio > 1:
+            causes.append(
+                Cause(
+                    CauseCode.LAUNCH_OVERHEAD,
+                    f"short kernels (median {_us(kernel_med)}) and the timer is longer than ncu "
+                    "(no nsys pass to measure the gaps)",
+                    {"timer_ns": t, "kernel_median_ns": kernel_med, "ratio": ratio},
+                    "run the nsys pass to see the gaps; capture the call in a CUDA graph",
+                )
+            )
+
+    if nsys is not None and nsys.busy_median_ns and nsys.op_sum_ns:
+        op_sum = _median(nsys.op_sum_ns) or 0.0
+        if op_sum > nsys.busy_median_ns * (1 + OVERLAP_SHARE):
+            causes.append(
+                Cause(
+                    CauseCode.OVERLAP,
+                    f"ops overlapped on {nsys.streams} stream(s): their durations sum to {_us(op_sum)} "
+                    f"but the GPU was busy {_us(nsys.busy_median_ns)}",
+                    {"op_sum_ns": op_sum, "nsys_busy_ns": nsys.busy_median_ns, "streams": nsys.streams},
+                    "ncu serializes kernels, so its sum overstates concurrent work: compare with nsys busy time",
+                )
+            )
+
+    # Busy time, not the kernel sum: overlapping kernels must not read as a slowdown.
+    if timer is not None and t and nsys is not None and nsys.busy_median_ns and nsys.busy_median_ns > t * (1 + tolerance):
+        causes.append(
+            Cause(
+                CauseCode.PROFILER_OVERHEAD,
+                f"the GPU was busy {_us(nsys.busy_median_ns)} per iteration under nsys, longer than the whole "
+                f"timer window {_us(t)} of the plain run",
+                {"nsys_busy_ns": nsys.busy_median_ns, "nsys_kernel_ns": nsys.median_ns, "timer_ns": t},
+                "trust ncu durations and plain-run timings over nsys durations for this benchmark",
+            )
+        )
+
+    if not causes:
+        causes.append(
+            Cause(
+                CauseCode.UNEXPLAINED,
+                "no cause in the data explains the difference",
+                {"ratio": ratio, "ratio_raw": ratio_raw, "timer_ns": t},
+                "rerun to check it repeats; look at the per-kernel table and the nsys timeline",
+            )
+        )
+    return tuple(causes)
+
+
+# ----------------------------------------------------------------------------- verdict
+
+
+def reconcile(
+    spec: BenchmarkSpec,
+    ncu: NcuStats | None,
+    nsys: NsysStats | None,
+    *,
+    ref_clock_hz: float | None,
+    ref_clock_source: str,
+    tolerance: float = 0.1,
+    ncu_cache_control: str = "all",
+) -> BenchmarkResult:
+    """Verdict and causes for one benchmark from its three views."""
+    timer = spec.timer
+    n_ncu = (_mode(ncu.kernels_per_iteration) or 0) if ncu else 0
+    notes: list[str] = []
+    calls = int(timer.method.get("calls_per_sample") or 1) if timer else 1
+    if calls > 1 and nsys is not None and n_ncu and _mode(nsys.kernels_per_iteration) == calls * n_ncu:
+        # A graph of `calls` calls per sample in the plain and nsys passes, one call under ncu.
+        nsys = per_call(nsys, calls)
+        notes.append(f"nsys iterations hold {calls} calls each (CUDA graph): its figures are per call")
+    ratio = ratio_raw = None
+    if timer is not None and ncu is not None and n_ncu and ncu.normalized_ns and ncu.median_ns:
+        ratio = timer.median_ns / ncu.normalized_ns
+        ratio_raw = timer.median_ns / ncu.median_ns
+    if ncu is not None and ncu.excluded_kernels:
+        notes.append(
+            f"ncu profiled {ncu.excluded_kernels} kernel(s) in the benchmark range outside the iteration "
+            "ranges (flush or warm-up): left out of the sums"
+        )
+    if ncu is not None and ncu.kernels and all(k.clock_model is ClockModel.MEMORY for k in ncu.kernels):
+        notes.append(
+            f"every kernel was judged DRAM-bound (memory % of peak at least {MEMORY_BOUND_MARGIN_PCT:.0f} points "
+            f"above SM %): ncu's time at {_ghz(ncu.sm_clock_hz)} is kept as measured, not rescaled"
+        )
+    nsys_work = nsys is not None and any(b > 0 for b in nsys.busy_ns)
+    dis = disagreement(ncu, nsys)
+    if timer is None:
+        verdict = Verdict.FLAGGED if dis else (Verdict.NO_TIMER if (ncu or nsys) else Verdict.NO_DATA)
+    elif ncu is None:
+        verdict = Verdict.NO_NCU
+    elif ratio is None:
+        # The timer measured something ncu did not profile: its number cannot be checked.
+        verdict = Verdict.FLAGGED if (nsys_work or timer.median_ns > 0) else Verdict.NO_DATA
+    else:
+        off = abs(ratio - 1) > tolerance
+        verdict = Verdict.FLAGGED if off or dis else Verdict.OK
+        if not off and ratio_raw is not None and abs(ratio_raw - 1) > tolerance:
+            notes.append(
+                f"clock normalization closed the gap: {ratio_raw:.2f}x at ncu's clock, {ratio:.2f}x at "
+                f"{_ghz(ref_clock_hz)}"
+            )
+    causes: tuple[Cause, ...] = ()
+    if verdict is Verdict.FLAGGED:
+        if timer is None:
+            causes = (dis,) if dis else ()
+        else:
+            causes = find_causes(
+                timer,
+                ncu,
+                nsys,
+                ratio=ratio,
+                ratio_raw=ratio_raw,
+                ref_clock_hz=ref_clock_hz,
+                tolerance=tolerance,
+                ncu_cache_control=ncu_cache_control,
+            )
+    return BenchmarkResult(
+        name=spec.name,
+        params=dict(spec.params),
+        nvtx_path=spec.nvtx_path,
+        iter_prefix=spec.iter_prefix,
+        timer=timer,
+        ncu=ncu,
+        nsys=nsys,
+        ref_clock_hz=ref_clock_hz,
+        ref_clock_source=ref_clock_source,
+        ratio=ratio,
+        ratio_raw=ratio_raw,
+        verdict=verdict,
+        causes=causes,
+        notes=tuple(notes),
+    )
+
+
+def specs_from_nvtx(top_paths: Iterable[str], all_paths: Iterable[str]) -> list[BenchmarkSpec]:
+    """Benchmarks from a target's own top-level NVTX ranges (no timer sidecar).
+
+    A top-level range path ``P`` is a benchmark when its children are named ``<prefix><digits>``
+    with one common prefix: those are its iterations. Other top-level ranges are skipped.
+    """
+    paths = sorted(set(all_paths))
+    specs = []
+    child = re.compile(r"(.*?)(\d+)")
+    for top in sorted(set(top_paths)):
+        kids = [p[len(top) + 1 :] for p in paths if p.startswith(top + "/")]
+        prefixes = {m.group(1) for k in kids if (m := child.fullmatch(k))}
+        if len(prefixes) == 1:
+            name = top.split(":", 1)[-1] if ":" in top else top
+            specs.append(BenchmarkSpec(name=name, nvtx_path=top, iter_prefix=prefixes.pop()))
+    return specs

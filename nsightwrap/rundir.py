@@ -1,0 +1,215 @@
+"""Run directory layout and its manifest (what ran, with which argv and environment, how it ended,
+which files it left). The manifest is written last and atomically: a run directory without one
+is a run that never finished writing.
+
+Manifest format history (``"format": "nsightwrap-run"``):
+  version 1 (nsightwrap 0.1.0): first version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from nsightwrap.contract import PASS_NCU, PASS_NSYS, PASS_PLAIN
+from nsightwrap.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
+from nsightwrap.launch import CommandResult
+
+MANIFEST_FORMAT = "nsightwrap-run"
+MANIFEST_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+DEFAULT_ROOT = "nsightwrap-runs"
+
+#: Pass statuses and overall statuses written to the manifest.
+PASS_STATUSES = ("ok", "failed", "skipped", "timeout", "interrupted")
+RUN_STATUSES = ("complete", "failed", "interrupted")
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """Paths inside one run directory (see docs/contracts.md)."""
+
+    root: Path
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / MANIFEST_NAME
+
+    @property
+    def env_dir(self) -> Path:
+        return self.root / "env"
+
+    @property
+    def smi_xml(self) -> Path:
+        return self.env_dir / "nvidia-smi-q-x.xml"
+
+    @property
+    def tools_json(self) -> Path:
+        return self.env_dir / "tools.json"
+
+    def pass_dir(self, name: str) -> Path:
+        return self.root / name
+
+    def logs(self, name: str, prefix: str = "") -> tuple[Path, Path]:
+        """(stdout, stderr) log paths of a command of pass ``name``."""
+        d = self.pass_dir(name)
+        return d / f"{prefix}stdout.log", d / f"{prefix}stderr.log"
+
+    @property
+    def smi_samples(self) -> Path:
+        return self.pass_dir(PASS_PLAIN) / "smi_samples.csv"
+
+    @property
+    def ncu_report_base(self) -> Path:
+        return self.pass_dir(PASS_NCU) / "report"
+
+    @property
+    def ncu_report(self) -> Path:
+        return self.pass_dir(PASS_NCU) / "report.ncu-rep"
+
+    @property
+    def nsys_report_base(self) -> Path:
+        return self.pass_dir(PASS_NSYS) / "report"
+
+    @property
+    def nsys_rep(self) -> Path:
+        return self.pass_dir(PASS_NSYS) / "report.nsys-rep"
+
+    @property
+    def nsys_qdstrm(self) -> Path:
+        return self.pass_dir(PASS_NSYS) / "report.qdstrm"
+
+    @property
+    def nsys_sqlite(self) -> Path:
+        return self.pass_dir(PASS_NSYS) / "report.sqlite"
+
+    def files(self, name: str) -> list[str]:
+        """Files under pass ``name``'s directory, relative to the run directory, sorted."""
+        d = self.pass_dir(name)
+        if not d.is_dir():
+            return []
+        return sorted(str(p.relative_to(self.root)) for p in d.rglob("*") if p.is_file())
+
+
+def default_run_dir(target: str, now: datetime | None = None, root: Path = Path(DEFAULT_ROOT)) -> Path:
+    """``nsightwrap-runs/<YYYYmmdd-HHMMSS>-<target stem>``; a suffix ``-2``, ``-3`` ... when a run
+    of the same second exists already (a default name must never collide with an old run)."""
+    stem = re.sub(r"[^A-Za-z0-9_.\-]+", "_", Path(target).stem or target).strip("_") or "target"
+    base = root / f"{(now or datetime.now()).strftime('%Y%m%d-%H%M%S')}-{stem}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
+def create_run_dir(path: Path, passes: tuple[str, ...]) -> RunLayout:
+    """Create a new run directory with its env/ and pass directories; refuse an existing path."""
+    if path.exists() or path.is_symlink():
+        raise UsageError(
+            f"run directory {path} exists already; nsightwrap never overwrites a run",
+            hint="give a new -o/--output path, or remove the old run",
+        )
+    try:
+        path.mkdir(parents=True)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot create run directory {path}: {exc.strerror}", hint="choose another -o path"
+        ) from None
+    layout = RunLayout(path.absolute())
+    layout.env_dir.mkdir()
+    for name in passes:
+        layout.pass_dir(name).mkdir()
+    return layout
+
+
+@dataclass(frozen=True)
+class PassRecord:
+    """One pass in the manifest: its commands (profile, import, export), env changes, files."""
+
+    name: str
+    status: str
+    env: dict[str, str] = field(default_factory=dict)
+    commands: tuple[CommandResult, ...] = ()
+    files: tuple[str, ...] = ()
+    kernels_profiled: int | None = None
+    message: str | None = None  # why it failed or was skipped
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Everything needed to know later what this run was. Times are epoch seconds."""
+
+    status: str
+    target: dict[str, Any]
+    passes: tuple[PassRecord, ...]
+    tools: dict[str, Any]
+    gpu: dict[str, Any] | None
+    git: dict[str, Any] | None
+    settings: dict[str, Any]
+    sampler: dict[str, Any] | None
+    start: float
+    end: float
+    nsightwrap_version: str
+    exit_code: int
+
+    def to_json(self) -> dict[str, Any]:
+        body = asdict(self)
+        body["wall_s"] = round(self.end - self.start, 6)
+        return {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, **body}
+
+
+def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
+    """Write JSON through a temporary file in the same directory and rename it into place, so a
+    reader never sees half a file."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, sort_keys=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_manifest(layout: RunLayout, manifest: Manifest) -> Path:
+    """Write ``manifest.json`` atomically (the last file a run writes)."""
+    write_json_atomic(layout.manifest, manifest.to_json())
+    return layout.manifest
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """The manifest of a run directory as a dict; refuses other formats and unknown versions."""
+    path = run_dir / MANIFEST_NAME if run_dir.is_dir() else run_dir
+    if not path.is_file():
+        raise InputNotFound(
+            f"{path} not found",
+            hint="give a run directory made by nsightwrap profile (an unfinished run has none)",
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportParseError(
+            f"{path} is not valid JSON: {exc}", hint="the run directory is damaged"
+        ) from None
+    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+        raise ReportParseError(
+            f"{path} is not an nsightwrap run manifest",
+            hint="give a run directory made by nsightwrap profile",
+        )
+    if data.get("version") != MANIFEST_VERSION:
+        raise FormatVersionError(
+            f"{path} has manifest version {data.get('version')!r}; this nsightwrap reads version {MANIFEST_VERSION}",
+            hint="use the nsightwrap version that made the run",
+        )
+    return data

@@ -1,0 +1,156 @@
+"""Summary statistics of timing samples and the adaptive stopping rule (pure Python and numpy).
+
+The timer hands raw samples here; nothing in this module knows about GPUs, so every decision
+(when to stop, how noisy a benchmark is) can be tested with synthetic sample streams and a fake
+clock.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Scale of the median's confidence interval: median +- 1.57 * IQR / sqrt(n) is the ~95 %
+#: interval of a boxplot notch (McGill, Tukey & Larsen 1978). It needs no normality and
+#: ignores outliers, which GPU timings always have (a preemption, a clock step).
+NOTCH_FACTOR = 1.57
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Summary of one benchmark's samples (same unit as the samples)."""
+
+    n: int
+    median: float
+    min: float
+    max: float
+    mean: float
+    stdev: float
+    q1: float
+    q3: float
+
+    @property
+    def iqr(self) -> float:
+        """Interquartile range q3 - q1."""
+        return self.q3 - self.q1
+
+    @property
+    def rel_iqr(self) -> float:
+        """IQR / median: the spread of single samples, outliers ignored."""
+        return self.iqr / self.median if self.median > 0 else math.nan
+
+    @property
+    def rel_ci(self) -> float:
+        """Half-width of the median's ~95 % interval relative to the median (shrinks with n)."""
+        return median_rel_ci(self.median, self.iqr, self.n)
+
+
+def summarize(samples: Sequence[float] | np.ndarray) -> Summary:
+    """Median, min, max, mean, sample stdev and quartiles of ``samples``; NaN fields when empty."""
+    a = np.asarray(samples, dtype=float)
+    a = a[np.isfinite(a)]
+    if a.size == 0:
+        nan = math.nan
+        return Summary(0, nan, nan, nan, nan, nan, nan, nan)
+    q1, med, q3 = np.percentile(a, [25.0, 50.0, 75.0])
+    stdev = float(a.std(ddof=1)) if a.size > 1 else 0.0
+    return Summary(
+        n=int(a.size),
+        median=float(med),
+        min=float(a.min()),
+        max=float(a.max()),
+        mean=float(a.mean()),
+        stdev=stdev,
+        q1=float(q1),
+        q3=float(q3),
+    )
+
+
+def median_rel_ci(median: float, iqr: float, n: int) -> float:
+    """Relative half-width of the notch interval of the median; inf when it cannot be judged."""
+    if n < 2 or not median > 0:
+        return math.inf
+    return NOTCH_FACTOR * iqr / math.sqrt(n) / median
+
+
+class StopReason(str, enum.Enum):
+    """Why the sampling loop ended."""
+
+    PRECISION = "precision"  # the median is known to the target relative precision
+    BUDGET = "budget"  # the time budget ran out first
+    MAX_SAMPLES = "max_samples"  # the sample cap was reached first
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When to stop sampling.
+
+    ``min_samples`` are always taken (unless ``max_samples`` is smaller). After that the loop
+    stops as soon as the median's relative ~95 % half-width is at most ``rel_precision``, or
+    ``budget_s`` seconds have passed since the measurement began, or ``max_samples`` is reached.
+    """
+
+    min_samples: int = 10
+    max_samples: int = 1000
+    rel_precision: float = 0.005
+    budget_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.min_samples < 1 or self.max_samples < 1:
+            raise ValueError("min_samples and max_samples must be at least 1")
+        if self.rel_precision < 0 or self.budget_s < 0:
+            raise ValueError("rel_precision and budget_s must not be negative")
+
+    def decide(self, samples: Sequence[float] | np.ndarray, elapsed_s: float) -> StopReason | None:
+        """The reason to stop now, or None to keep sampling."""
+        n = len(samples)
+        if n >= self.max_samples:
+            return StopReason.MAX_SAMPLES
+        if n < self.min_samples:
+            return None
+        s = summarize(samples)
+        if s.rel_ci <= self.rel_precision:
+            return StopReason.PRECISION
+        if elapsed_s >= self.budget_s:
+            return StopReason.BUDGET
+        return None
+
+
+@dataclass
+class Stopper:
+    """A StopRule applied against a clock (``time.perf_counter`` unless a test passes its own)."""
+
+    rule: StopRule
+    clock: Callable[[], float] = time.perf_counter
+    _t0: float | None = field(default=None, init=False, repr=False)
+
+    def start(self) -> None:
+        """Start the budget clock."""
+        self._t0 = self.clock()
+
+    @property
+    def elapsed_s(self) -> float:
+        """Seconds since ``start()``."""
+        if self._t0 is None:
+            raise RuntimeError("Stopper.start() was not called")
+        return self.clock() - self._t0
+
+    def check(self, samples: Sequence[float] | np.ndarray) -> StopReason | None:
+        """The reason to stop now, or None."""
+        return self.rule.decide(samples, self.elapsed_s)
+
+    def next_batch(self, n_done: int, per_sample_s: float, batch_s: float = 0.05) -> int:
+        """How many samples to queue before the next check: about ``batch_s`` of GPU work,
+        at least enough to reach ``min_samples``, never past ``max_samples``."""
+        rule = self.rule
+        room = rule.max_samples - n_done
+        if room <= 0:
+            return 0
+        by_time = int(batch_s / per_sample_s) if per_sample_s > 0 else room
+        want = max(1, by_time, rule.min_samples - n_done)
+        return min(room, want, 200)

@@ -1,0 +1,287 @@
+"""The timer's CPU side: results, sidecar round trip, names, NVTX filter, clock alignment, errors."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nsightwrap as nw
+from nsightwrap import contract
+from nsightwrap.clockprobe import REASON_HW_THERMAL, REASON_SW_POWER_CAP, ClockTrace, align, reason_names
+from nsightwrap.errors import FormatVersionError, InputNotFound, NoCudaError, ReportParseError, UsageError
+from nsightwrap.timer import (
+    BenchResult,
+    bench_name,
+    current_pass,
+    read_sidecar,
+    sidecar_path,
+    sweep_points,
+    write_sidecar,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+DEVICE = {"name": "NVIDIA H200", "index": 0, "sm_count": 132, "l2_bytes": 62914560}
+METHOD = {
+    "flush_l2": True,
+    "hold_queue": True,
+    "cuda_graph": False,
+    "overhead_ns": 1300.0,
+    "calls_per_sample": 1,
+}
+
+
+def _mm_large(ref_dir) -> BenchResult:
+    ref = json.loads((ref_dir / "events.json").read_text())["benchmarks"]["mm_large"]
+    samples = [t * 1e6 for t in ref["times_ms"]]
+    return BenchResult.from_samples(
+        "mm_large",
+        samples,
+        sm_clock_hz=1.58e9,
+        clock_source="nvml",
+        sample_clock_hz=tuple([1.58e9] * 19 + [None]),
+        throttled=2,
+        throttle_reasons=("sw_power_cap",),
+        method=METHOD,
+        flops=ref["flops"],
+        bytes=ref["bytes"],
+    )
+
+
+def test_result_from_real_samples(ref_dir) -> None:
+    r = _mm_large(ref_dir)
+    assert r.n == 20
+    assert r.median_ns == pytest.approx(273872.003, abs=1e-2)
+    assert r.median_ms == pytest.approx(0.273872, abs=1e-6)
+    assert r.samples_ms[0] == pytest.approx(0.37392, abs=1e-5)
+    # 2*2048*19456*2560 flop in 273.9 us
+    assert r.tflops == pytest.approx(2 * 2048 * 19456 * 2560 / 273872.003e-9 / 1e12, rel=1e-9)
+    assert r.tflops == pytest.approx(744.9, abs=0.1)
+    assert r.gbps == pytest.approx(r.bytes / 273872.003, rel=1e-9)
+    assert r.nvtx_path == "nsightwrap:mm_large"
+
+
+def test_result_str_is_readable(ref_dir) -> None:
+    text = str(_mm_large(ref_dir))
+    assert text.startswith("mm_large: median 273.9 us")
+    assert "n=20" in text and "744.9 TFLOP/s" in text and "SM 1.58 GHz" in text
+    assert "2 samples throttled (sw_power_cap)" in text
+    assert "L2 flushed; queue held; -1.3 us empty window" in text
+
+
+def test_to_dict_follows_the_sidecar_contract(ref_dir) -> None:
+    d = _mm_large(ref_dir).to_dict()
+    for key in (
+        "name", "params", "nvtx_path", "samples_ns", "median_ns", "min_ns", "mean_ns", "stdev_ns",
+        "iqr_ns", "n", "sm_clock_hz", "clock_source", "sample_clock_hz", "throttled", "method",
+        "flops", "bytes",
+    ):  # fmt: skip
+        assert key in d, key
+    assert d["nvtx_path"] == "nsightwrap:mm_large"
+    assert d["sample_clock_hz"][-1] is None
+    assert d["method"]["overhead_ns"] == 1300.0
+    json.dumps(d, allow_nan=False)  # strict JSON
+
+
+def test_to_dict_is_strict_json_with_one_sample() -> None:
+    r = BenchResult.from_samples("one", [5000.0], method={"rel_ci": math.inf, "stop_reason": "max_samples"})
+    d = r.to_dict()
+    assert d["method"]["rel_ci"] is None and d["stdev_ns"] == 0.0 and d["median_ns"] == 5000.0
+    json.dumps(d, allow_nan=False)
+
+
+def test_untimed_result_under_ncu() -> None:
+    r = BenchResult.from_samples("mm", [], method={"pass": "ncu", "ncu_iterations": 3}, timed=False)
+    assert math.isnan(r.median_ns) and r.n == 0 and r.tflops is None
+    d = r.to_dict()
+    assert d["median_ns"] is None and d["timed"] is False
+    assert str(r) == "mm: not timed under the ncu pass (3 iterations for the profiler)"
+
+
+def test_sidecar_round_trip_is_atomic(tmp_path, ref_dir) -> None:
+    r1 = _mm_large(ref_dir)
+    r2 = BenchResult.from_samples("mm[M=64]", [12000.0, 12500.0, 13000.0], params={"M": 64}, method=METHOD)
+    path = sidecar_path(tmp_path, pid=4242)
+    assert path == tmp_path / "plain" / "timer-4242.json"
+    write_sidecar(path, [r1], DEVICE, "2.11.0+cu130")
+    write_sidecar(path, [r1, r2], DEVICE, "2.11.0+cu130")  # rewritten after each benchmark
+    assert sorted(p.name for p in path.parent.iterdir()) == ["timer-4242.json"]  # no temp left
+    doc = json.loads(path.read_text())
+    assert (doc["format"], doc["version"]) == ("nsightwrap-timer", 1)
+    assert doc["device"]["l2_bytes"] == 62914560
+    side = read_sidecar(path)
+    assert side.torch_version == "2.11.0+cu130"
+    assert side.benchmarks == (r1, r2)
+    assert side.benchmarks[1].params == {"M": 64} and side.benchmarks[1].median_ns == 12500.0
+
+
+def test_sidecar_errors(tmp_path, ref_dir) -> None:
+    with pytest.raises(InputNotFound):
+        read_sidecar(tmp_path / "nope.json")
+    path = tmp_path / "t.json"
+    path.write_text("{not json")
+    with pytest.raises(ReportParseError, match="not readable JSON"):
+        read_sidecar(path)
+    path.write_text(json.dumps({"format": "nsightwrap-run", "version": 1}))
+    with pytest.raises(ReportParseError, match="not a timer sidecar"):
+        read_sidecar(path)
+    write_sidecar(path, [_mm_large(ref_dir)], DEVICE, None)
+    doc = json.loads(path.read_text())
+    doc["version"] = 2
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FormatVersionError, match="version 2"):
+        read_sidecar(path)
+    doc["version"] = 1
+    del doc["benchmarks"][0]["samples_ns"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ReportParseError, match="benchmark 'mm_large' is missing field 'samples_ns'"):
+        read_sidecar(path)
+
+
+def test_names_and_sweeps() -> None:
+    assert bench_name("mm") == "mm"
+    assert bench_name("mm", {"M": 64, "dtype": "bf16"}) == "mm[M=64,dtype=bf16]"
+    assert sweep_points({"M": [2, 64], "N": [8]}) == [{"M": 2, "N": 8}, {"M": 64, "N": 8}]
+
+    @nw.benchmark(params={"M": [2, 64, 2048]}, flops=lambda M: 2 * M)
+    def mm(M: int):
+        return lambda: None
+
+    assert [n for n, _ in mm.points()] == ["mm[M=2]", "mm[M=64]", "mm[M=2048]"]
+
+
+def test_bad_benchmark_name_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="without '/'"):
+        nw.bench(lambda: None, name="a/b")
+
+
+def test_ncu_iteration_filter() -> None:
+    assert contract.ncu_iteration_filter() == ["--nvtx", "--nvtx-include", "regex:nsightwrap@.*/iter[0-9]+/"]
+    assert contract.ncu_iteration_filter("mm[M=64]")[-1] == r"regex:nsightwrap@mm\[M=64\]/iter[0-9]+/"
+    assert contract.ncu_iteration_filter("a.b")[-1] == r"regex:nsightwrap@a\.b/iter[0-9]+/"
+
+
+def test_pass_from_environment(monkeypatch) -> None:
+    monkeypatch.delenv(contract.ENV_PASS, raising=False)
+    assert current_pass() is None
+    monkeypatch.setenv(contract.ENV_PASS, "ncu")
+    assert current_pass() == "ncu"
+    monkeypatch.setenv(contract.ENV_PASS, "bogus")
+    assert current_pass() is None
+
+
+def test_clock_alignment_on_synthetic_trace() -> None:
+    # readings every 1 ms: 1.98 GHz idle, then 1.60 GHz under power cap from t=10 ms
+    t = np.arange(0.0, 0.030, 0.001)
+    hz = np.where(t < 0.0095, 1.98e9, 1.60e9)
+    rs = np.where(t < 0.0095, 0, REASON_SW_POWER_CAP)
+    trace = ClockTrace(t, hz, rs)
+    windows = [
+        (0.0021, 0.0023),  # 200 us between readings: nearest (2 ms) is 0.1 ms away
+        (0.0150, 0.0172),  # spans readings at 15, 16, 17 ms
+        (0.0400, 0.0401),  # 10 ms after the last reading: no clock
+    ]
+    a = align(trace, windows)
+    assert a.sample_clock_hz[0] == 1.98e9 and a.sample_clock_hz[1] == 1.60e9
+    assert math.isnan(a.sample_clock_hz[2])
+    assert a.throttled == (False, True, False)
+    assert reason_names(a.reasons) == ("sw_power_cap",)
+    assert a.median_hz == pytest.approx((1.98e9 + 1.60e9) / 2)
+    assert reason_names(REASON_HW_THERMAL | 0x1) == ("hw_thermal",)  # 0x1 (idle) is no throttle
+    empty = align(ClockTrace(np.array([]), np.array([]), np.array([])), windows)
+    assert empty.median_hz is None and empty.throttled == (False, False, False)
+
+
+def test_no_torch_is_one_clear_error() -> None:
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "import nsightwrap as nw\n"
+        "from nsightwrap.errors import NoCudaError\n"
+        "try:\n    nw.bench(lambda: None)\n"
+        "except NoCudaError as e:\n    print('NoCudaError:', e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == (
+        "NoCudaError: nsightwrap.bench needs torch with CUDA, and torch is not installed "
+        "(install a CUDA build of torch)"
+    )
+    assert NoCudaError.exit_code == 2
+
+
+def test_import_does_not_import_torch() -> None:
+    code = "import sys, nsightwrap as nw; nw.BenchResult; nw.Region('x'); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def _accuracy_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("timer_accuracy", ROOT / "benchmarks" / "timer_accuracy.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_accuracy_table_from_h200_figures() -> None:
+    """DEVICE figures: mm_small ncu 12.3 us at 1.79 GHz (SM-bound: scaled to the timer's 1.98 GHz),
+    mm_skinny ncu 29.6 us, DRAM-bound: compared unscaled."""
+    acc = _accuracy_module()
+    assert acc.parse_args(["--only", "mm_small,mm_skinny"]).names == ["mm_small", "mm_skinny"]
+    ncu_rows = [
+        {"nvtx_path": f"nsightwrap:mm_small/iter{i}", "duration_ns": d, "sm_clock_hz": 1.79e9,
+         "sm_throughput_pct": 60.0, "dram_throughput_pct": 40.0}
+        for i, d in enumerate([12300.0, 12200.0, 12400.0])
+    ] + [
+        {"nvtx_path": f"nsightwrap:mm_skinny/iter{i}", "duration_ns": 29600.0, "sm_clock_hz": 1.83e9,
+         "sm_throughput_pct": 20.0, "dram_throughput_pct": 85.0}
+        for i in range(3)
+    ] + [{"nvtx_path": "nsightwrap:mm_small", "duration_ns": 39000.0, "sm_clock_hz": 1.9e9}]  # flush: ignored  # fmt: skip
+    refs = acc.ncu_refs(ncu_rows)
+    assert refs["mm_small"].iterations_ns == (12300.0, 12200.0, 12400.0)
+    assert refs["mm_small"].bound == "sm" and refs["mm_skinny"].bound == "memory"
+
+    def plain(timer_ns: float, naive: float, dbc: float, tri: float) -> dict:
+        method = {"overhead_ns": 1300.0, "calls_per_sample": 1}
+        return {
+            "timer": {"median_ns": timer_ns, "sm_clock_hz": 1.98e9, "method": method},
+            "naive_ns": [naive] * 3,
+            "do_bench_cuda_ns": [dbc] * 3,
+            "triton_ns": tri,
+        }
+
+    rows = acc.build_rows(
+        {
+            "mm_small": plain(11400.0, 26800.0, 16400.0, 17500.0),
+            "mm_skinny": plain(28400.0, 33300.0, 36100.0, 38300.0),
+        },
+        refs,
+    )
+    small, skinny = rows
+    assert small["ref_ns"] == pytest.approx(12300.0 * 1.79 / 1.98)  # 11119.7 ns
+    assert small["timer_err_pct"] == pytest.approx((11400.0 / (12300.0 * 1.79 / 1.98) - 1) * 100)
+    assert small["timer_raw_ns"] == 12700.0
+    assert small["naive_err_pct"] == pytest.approx(141.0, abs=0.1)
+    assert small["meets_target"] and small["beats_others"]
+    assert skinny["ref_ns"] == 29600.0 and skinny["scaled"] is False
+    assert skinny["timer_err_pct"] == pytest.approx(-4.05, abs=0.01) and not skinny["meets_target"]
+    table = acc.markdown_table(rows)
+    assert "| mm_small | 12.30 | 1.790 | 1.980 | sm | 11.12 | 11.40 (+2.5) |" in table
+    assert "| mm_skinny | 29.60 | 1.830 | 1.980 | memory, unscaled | 29.60 | 28.40 (-4.1) |" in table
+    assert table.splitlines()[2].endswith("| 3 % | yes |")
+    assert table.splitlines()[3].endswith("| 3 % | NO |")
+
+
+def test_accuracy_script_help_runs_without_gpu() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "timer_accuracy.py"), "--help"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0 and "--ncu-iters" in out.stdout
