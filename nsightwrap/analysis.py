@@ -116,7 +116,7 @@ def _spec(entry: Any, where: str) -> BenchmarkSpec:
     if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
         raise ReportParseError(f"{where} is missing field 'name'")
     name = entry["name"]
-    raw = entry.get("samples_ns")
+    raw = entry.get("samples_ns") or []
     if not isinstance(raw, list) or not all(isinstance(v, (int, float)) for v in raw):
         raise ReportParseError(f"{where} ({name!r}): field 'samples_ns' must be a list of numbers")
     nvtx_path = str(entry.get("nvtx_path") or f"{NVTX_DOMAIN}:{name}")

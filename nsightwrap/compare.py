@@ -19,6 +19,9 @@ import numpy as np
 
 METRICS = ("timer", "ncu", "nsys")
 
+#: Raw samples: any sequence of floats or a 1-D numpy array.
+Values = Sequence[float] | np.ndarray
+
 
 class Verdict(str, Enum):
     """What happened to one benchmark between baseline and current."""
@@ -208,7 +211,7 @@ def _average_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return avg[inverse], counts
 
 
-def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> MannWhitney:
+def mann_whitney_u(x: Values, y: Values) -> MannWhitney:
     """Two-sided Mann-Whitney U test of x against y.
 
     Normal approximation with the tie correction of the variance and a 0.5 continuity
@@ -234,8 +237,8 @@ def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> MannWhitney:
 
 
 def bootstrap_median_ratio(
-    base: Sequence[float],
-    cur: Sequence[float],
+    base: Values,
+    cur: Values,
     *,
     confidence: float = 0.95,
     resamples: int = 2000,
@@ -253,7 +256,7 @@ def bootstrap_median_ratio(
     return Interval(float(np.median(b) / np.median(a)), float(low), float(high))
 
 
-def spread(values: Sequence[float]) -> Spread:
+def spread(values: Values) -> Spread:
     """Median with [min, Q3] of one side's samples."""
     v = np.asarray(values, dtype=float)
     return Spread(float(np.median(v)), float(v.min()), float(np.percentile(v, 75)), len(v))

@@ -111,7 +111,9 @@ def ncu_stats(kernels: pd.DataFrame, spec: BenchmarkSpec, ref_clock_hz: float | 
         found = next((int(m.group(1)) for p in paths if (m := pat.fullmatch(p))), None)
         iters.append(found)
         in_bench.append(any(p == spec.nvtx_path or p.startswith(spec.nvtx_path + "/") for p in paths))
-    frame = kernels.assign(nw_iter=iters, nw_bench=in_bench) if len(kernels) else kernels.assign(nw_iter=[], nw_bench=[])
+    frame = kernels.copy()
+    frame["nw_iter"] = pd.Series(iters, index=kernels.index, dtype="float64")
+    frame["nw_bench"] = pd.Series(in_bench, index=kernels.index, dtype=bool)
     measured = frame[frame["nw_iter"].notna()]
     excluded = int((frame["nw_bench"].astype(bool) & frame["nw_iter"].isna()).sum()) if len(frame) else 0
     if "launch_id" in measured:
@@ -121,16 +123,16 @@ def ncu_stats(kernels: pd.DataFrame, spec: BenchmarkSpec, ref_clock_hz: float | 
     per_iter: dict[int, list[KernelTiming]] = {}
     for r in norm.itertuples(index=False):
         kt = KernelTiming(
-            iteration=int(r.nw_iter),
+            iteration=int(r.nw_iter),  # type: ignore[arg-type]
             kernel=str(r.kernel),
             kernel_short=str(getattr(r, "kernel_short", r.kernel)),
-            duration_ns=float(r.duration_ns),
+            duration_ns=float(r.duration_ns),  # type: ignore[arg-type]
             sm_clock_hz=_opt(r.sm_clock_hz),
             cycles=_opt(r.cycles),
             sm_throughput_pct=_opt(r.sm_throughput_pct),
             memory_throughput_pct=_opt(r.memory_throughput_pct),
             clock_model=ClockModel(r.clock_model),
-            normalized_ns=float(r.normalized_ns),
+            normalized_ns=float(r.normalized_ns),  # type: ignore[arg-type]
         )
         rows.append(kt)
         per_iter.setdefault(kt.iteration, []).append(kt)
@@ -179,16 +181,24 @@ def nsys_stats(
         per["name"] = per["short_name"].where(per["short_name"].notna(), per["name"])
     busy = intervals.union_by_group(per, "range_id")
     span = intervals.span_by_group(per, "range_id")
-    k_ns, b_ns, s_ns, o_ns, nk_ns = [], [], [], [], []
-    nk, nc, nm = [], [], []
+    k_ns: list[float] = []
+    b_ns: list[float] = []
+    s_ns: list[float] = []
+    o_ns: list[float] = []
+    nk_ns: list[float] = []
+    nk: list[int] = []
+    nc: list[int] = []
+    nm: list[int] = []
     signatures: Counter[tuple[str, ...]] = Counter()
     streams = 0
     groups = dict(tuple(per.groupby("range_id", sort=False))) if len(per) else {}
     for rid in range_ids:
         g = groups.get(rid)
         if g is None or g.empty:
-            k_ns.append(0.0), b_ns.append(0.0), s_ns.append(0.0), o_ns.append(0.0), nk_ns.append(0.0)
-            nk.append(0), nc.append(0), nm.append(0)
+            for series in (k_ns, b_ns, s_ns, o_ns, nk_ns):
+                series.append(0.0)
+            for counts in (nk, nc, nm):
+                counts.append(0)
             signatures[()] += 1
             continue
         g = g.sort_values("start_ns", kind="stable")
@@ -408,7 +418,7 @@ def find_causes(
             slow = min(nsys.median_ns / ncu.median_ns, nsys.median_ns / ncu.normalized_ns)
         mismatch = (flush is None) == ncu_flushes
         dirty = flush in DIRTY_FLUSHES and ncu_flushes and slow is not None and slow > 1 + tolerance / 2
-        if mismatch or dirty:
+        if slow is not None and (mismatch or dirty):
             if mismatch and flush is None:
                 msg = "the timer does not flush the L2 while ncu flushes caches before every kernel"
             elif mismatch:

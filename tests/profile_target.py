@@ -4,7 +4,8 @@ writes a timer-sidecar-like file in the plain pass.
 Misbehaviour per pass, each a comma-separated list of pass names (or ``all``):
 ``TARGET_FAIL`` (exit 7 with a message on stderr), ``TARGET_SIGNAL`` (killed by SIGKILL),
 ``TARGET_SLEEP`` (sleeps 60 s; with ``TARGET_IGNORE_SIGINT=1`` it ignores Ctrl-C).
-``TARGET_PID_FILE``: append "<pass> <pid>" to this file once started.
+``TARGET_PID_FILE``: append "<pass> <pid>" to this file once started; ``TARGET_DELAY``: seconds
+to run at least (so that a sampler beside it has time to start).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ if pass_name == "plain" and run_dir:
         json.dump(sidecar, f)
 if pass_name == "ncu":
     print(f"target: ncu iters={os.environ.get('NSIGHTWRAP_NCU_ITERS')}", flush=True)
+time.sleep(float(os.environ.get("TARGET_DELAY", "0")))
 if when("TARGET_SLEEP"):
     if os.environ.get("TARGET_IGNORE_SIGINT") == "1":
         signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -7,7 +7,13 @@ import math
 import pandas as pd
 import pytest
 
-from nsightwrap.clocks import classify, normalize_kernels, parse_clock_ref, plain_clock_from_samples, reference_clock
+from nsightwrap.clocks import (
+    classify,
+    normalize_kernels,
+    parse_clock_ref,
+    plain_clock_from_samples,
+    reference_clock,
+)
 from nsightwrap.errors import UsageError
 from nsightwrap.model import ClockModel
 from nsightwrap.parsers.ncu import read_ncu_rep

@@ -196,7 +196,7 @@ def test_junit_parses_back_with_failures_and_skips(runs: dict[str, Path], tmp_pa
     suite = etree.fromstring(r.stdout.encode()).find("testsuite")
     assert suite is not None
     skipped = {c.get("name"): c.find("skipped").get("message") for c in suite.findall("testcase[skipped]")}  # type: ignore[union-attr]
-    assert skipped["gemm_large"].startswith("too_few_samples: 40 baseline and 4 current samples")
+    assert str(skipped["gemm_large"]).startswith("too_few_samples: 40 baseline and 4 current samples")
     assert skipped["add"] == "removed: not in the current run"
 
 
@@ -359,7 +359,9 @@ def test_false_alarm_evaluate_on_synthetic_runs(tmp_path: Path) -> None:
     assert res["aa"]["pairs"] == 5
     assert res["aa"]["comparisons"] == 20
     assert res["aa"]["false_alarms"] == 0
-    assert res["aa"]["per_benchmark"]["gemm_large"]["reasons"]["clock_only"] == 2  # into and out of the slow-clock run
+    assert (
+        res["aa"]["per_benchmark"]["gemm_large"]["reasons"]["clock_only"] == 2
+    )  # into and out of the slow-clock run
     ten = res["scaled"]["1.10"]
     # 3 scaled benchmarks x 2 runs x 6 A runs; against the slow-clock A run (aa-03) the +10% of
     # cycles is hidden by the 10% clock difference: time is unchanged, reported as cycles_differ.
@@ -368,3 +370,37 @@ def test_false_alarm_evaluate_on_synthetic_runs(tmp_path: Path) -> None:
     assert ten["per_benchmark"]["add"]["SAME"] == 12
     assert "**0 false alarms**" in r.stdout
     assert "Injected slowdown x1.10" in r.stdout
+
+
+def test_report_json_written_by_the_report_exporter(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Reports made by analyze + write_report_json compare like their run directories."""
+    import time
+
+    from nsightwrap.analysis import analyze
+    from nsightwrap.export.jsonio import write_report_json
+    from nsightwrap.rundir import Manifest, RunLayout, write_manifest
+
+    paths = []
+    for name, seed, scale in (("a", 1, 1.0), ("b", 2, 1.1)):
+        run = write_run(tmp_path / name, seed=seed, scale={"gemm_large": scale})
+        now = time.time()
+        manifest = Manifest(
+            status="ok", target={"argv": ["aa_bench.py"]}, passes=(), tools={}, gpu={"name": "NVIDIA H200"},
+            git=None, settings={}, sampler=None, start=now, end=now, nsightwrap_version="0.1.0", exit_code=0,
+        )  # fmt: skip
+        write_manifest(RunLayout(run), manifest)
+        paths.append(tmp_path / f"{name}.json")
+        write_report_json(analyze(run), paths[-1])
+    code, out, _ = cli(capsys, *paths, "--format", "json")
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["baseline"]["gpu"] == "NVIDIA H200"
+    assert {b["benchmark"]: b["verdict"] for b in doc["benchmarks"]} == {
+        "gemm_large": "SLOWER", "gemm_skinny": "SAME", "mm_small": "SAME", "add": "SAME",
+    }  # fmt: skip
+    from_dirs = json.loads(cli(capsys, tmp_path / "a", tmp_path / "b", "--format", "json")[1])
+    assert [b["ratio"] for b in from_dirs["benchmarks"]] == [b["ratio"] for b in doc["benchmarks"]]
+    code, _, err = cli(capsys, tmp_path / "a", tmp_path / "b", "--metric", "ncu")
+    assert code == 2 and "no benchmark has ncu timings" in err

@@ -44,7 +44,11 @@ def test_full_run_writes_layout_and_manifest(tmp_path: Path, monkeypatch, capsys
     assert m["target"]["argv"] == [T, "--size", "4096"]
     assert m["target"]["command"] == [sys.executable, T, "--size", "4096"]
     assert m["target"]["cwd"] == str(tmp_path)
-    assert m["gpu"]["name"] == "NVIDIA H200" and m["gpu"]["driver"] == "580.159.04" and m["gpu"]["cuda"] == "13.0"
+    assert (
+        m["gpu"]["name"] == "NVIDIA H200"
+        and m["gpu"]["driver"] == "580.159.04"
+        and m["gpu"]["cuda"] == "13.0"
+    )
     assert m["tools"]["ncu"]["version"] == "2025.3.1.0"
     assert m["tools"]["nsys"]["version"] == "2025.3.1.90-253135822126v0"
     assert m["tools"]["ncu"]["found_by"] == "PATH"
@@ -54,10 +58,21 @@ def test_full_run_writes_layout_and_manifest(tmp_path: Path, monkeypatch, capsys
     assert all(x["status"] == "ok" for x in m["passes"])
     run_abs = str(run)
     assert p["plain"]["env"] == {"NSIGHTWRAP_RUN_DIR": run_abs, "NSIGHTWRAP_PASS": "plain"}
-    assert p["ncu"]["env"] == {"NSIGHTWRAP_RUN_DIR": run_abs, "NSIGHTWRAP_PASS": "ncu", "NSIGHTWRAP_NCU_ITERS": "3"}
+    assert p["ncu"]["env"] == {
+        "NSIGHTWRAP_RUN_DIR": run_abs,
+        "NSIGHTWRAP_PASS": "ncu",
+        "NSIGHTWRAP_NCU_ITERS": "3",
+    }
     assert p["ncu"]["kernels_profiled"] == 18  # the ==PROF== lines of the reference log
     ncu = p["ncu"]["commands"][0]["argv"]
-    assert ncu[:6] == [str(FAKES / "bin" / "ncu"), "--clock-control", "none", "--nvtx", "--nvtx-include", "regex:nsightwrap@.*/iter[0-9]+/"]
+    assert ncu[:6] == [
+        str(FAKES / "bin" / "ncu"),
+        "--clock-control",
+        "none",
+        "--nvtx",
+        "--nvtx-include",
+        "regex:nsightwrap@.*/iter[0-9]+/",
+    ]
     assert ncu[6] == "--metrics" and ncu[7].split(",") == list(DEFAULT_NCU_METRICS)
     assert ncu[8:] == ["-o", f"{run_abs}/ncu/report", "-f", sys.executable, T, "--size", "4096"]
     profile_cmd, export_cmd = p["nsys"]["commands"]
@@ -68,7 +83,10 @@ def test_full_run_writes_layout_and_manifest(tmp_path: Path, monkeypatch, capsys
     assert export_cmd["argv"][1:] == [
         "export", "--type", "sqlite", "-o", f"{run_abs}/nsys/report.sqlite", "-f", "true", f"{run_abs}/nsys/report.nsys-rep"
     ]  # fmt: skip
-    assert p["plain"]["commands"][0]["returncode"] == 0 and p["plain"]["commands"][0]["stdout"] == "plain/stdout.log"
+    assert (
+        p["plain"]["commands"][0]["returncode"] == 0
+        and p["plain"]["commands"][0]["stdout"] == "plain/stdout.log"
+    )
     assert "plain/smi_samples.csv" in p["plain"]["files"] and "ncu/report.ncu-rep" in p["ncu"]["files"]
     assert m["sampler"]["status"] in ("ok", "empty") and m["sampler"]["file"] == "plain/smi_samples.csv"
     # The target saw the pass and its arguments; the ncu pass got the iteration count.
@@ -121,7 +139,10 @@ def _path_without_ncu(tmp_path: Path) -> list[str]:
     # The venv's bin (python3 for the fakes' shebang) and only the fake nsys and nvidia-smi.
     bin_ = tmp_path / "bin"
     bin_.mkdir()
-    for name, src in (("nsys", FAKES / "target-linux-x64" / "nsys"), ("nvidia-smi", FAKES / "bin" / "nvidia-smi")):
+    for name, src in (
+        ("nsys", FAKES / "target-linux-x64" / "nsys"),
+        ("nvidia-smi", FAKES / "bin" / "nvidia-smi"),
+    ):
         (bin_ / name).symlink_to(src)
     return [str(bin_), os.path.dirname(sys.executable), "/usr/bin", "/bin"]
 
@@ -182,18 +203,40 @@ def test_executable_target_after_double_dash(tmp_path: Path, monkeypatch, capsys
     exe = tmp_path / "bench_binary"
     exe.write_text(f"#!{sys.executable}\n" + TARGET.read_text())
     exe.chmod(0o755)
-    r = profile(capsys, "-o", "run", "--passes", "plain,ncu", "--no-analyze", "--", "./bench_binary", "--size", "4096")
+    r = profile(
+        capsys, "-o", "run", "--passes", "plain,ncu", "--no-analyze", "--", "./bench_binary", "--size", "4096"
+    )
     assert r.code == 0, r.err
     m = manifest(tmp_path / "run")
     assert m["target"]["command"] == [str(exe), "--size", "4096"]
     assert passes(m)["ncu"]["commands"][0]["argv"][-3:] == [str(exe), "--size", "4096"]
 
 
+def test_double_dash_after_the_script_is_not_passed_on(tmp_path: Path, monkeypatch, capsys) -> None:
+    use_fakes(monkeypatch, tmp_path)
+    r = profile(capsys, "-o", "run", "--passes", "plain", "--no-analyze", T, "--", "--quick", "--", "x")
+    assert r.code == 0, r.err
+    assert 'argv=["--quick", "--", "x"]' in (tmp_path / "run/plain/stdout.log").read_text()
+
+
 def test_module_target_and_target_options_pass_through(tmp_path: Path, monkeypatch, capsys) -> None:
     use_fakes(monkeypatch, tmp_path)
     monkeypatch.syspath_prepend(str(TARGET.parent))
     monkeypatch.setenv("PYTHONPATH", str(TARGET.parent))
-    r = profile(capsys, "-o", "run", "--passes", "plain", "--no-analyze", "-m", "profile_target", "-o", "x", "--passes", "y")
+    r = profile(
+        capsys,
+        "-o",
+        "run",
+        "--passes",
+        "plain",
+        "--no-analyze",
+        "-m",
+        "profile_target",
+        "-o",
+        "x",
+        "--passes",
+        "y",
+    )
     assert r.code == 0, r.err
     m = manifest(tmp_path / "run")
     assert m["target"]["command"] == [sys.executable, "-m", "profile_target", "-o", "x", "--passes", "y"]
@@ -209,7 +252,12 @@ def test_target_failure_in_one_pass_still_runs_the_others(tmp_path: Path, monkey
     assert "RuntimeError: CUDA error: out of memory (simulated)" in r.err  # the tail of its stderr
     m = manifest(tmp_path / "run")
     p = passes(m)
-    assert (m["status"], p["plain"]["status"], p["ncu"]["status"], p["nsys"]["status"]) == ("failed", "failed", "ok", "ok")
+    assert (m["status"], p["plain"]["status"], p["ncu"]["status"], p["nsys"]["status"]) == (
+        "failed",
+        "failed",
+        "ok",
+        "ok",
+    )
     assert p["plain"]["commands"][0]["returncode"] == 7
 
 
@@ -239,7 +287,10 @@ def test_ncu_without_counter_permission(tmp_path: Path, monkeypatch, capsys) -> 
     r = profile(capsys, "-o", "run", "--passes", "ncu", "--no-analyze", T)
     assert r.code == 3
     assert "ncu pass: no permission to read the GPU performance counters (ERR_NVGPUCTRPERM)" in r.err
-    assert "NVreg_RestrictProfilingToAdminUsers=0" in r.err and "https://developer.nvidia.com/ERR_NVGPUCTRPERM" in r.err
+    assert (
+        "NVreg_RestrictProfilingToAdminUsers=0" in r.err
+        and "https://developer.nvidia.com/ERR_NVGPUCTRPERM" in r.err
+    )
     assert "ERR_NVGPUCTRPERM" in (tmp_path / "run/ncu/stdout.log").read_text()  # the raw log is kept
     assert passes(manifest(tmp_path / "run"))["ncu"]["status"] == "failed"
 
@@ -280,7 +331,14 @@ def test_ncu_options_reach_its_argv_as_tokens(tmp_path: Path, monkeypatch, capsy
     ]  # fmt: skip
     assert argv[8:10] == ["--set", "full"]
     assert argv[11].split(",") == [*DEFAULT_NCU_METRICS, "smsp__inst_executed.sum"]
-    assert argv[12:18] == ["-o", f"{tmp_path}/run/ncu/report", "-f", "--cache-control", "none", "--launch-count"]
+    assert argv[12:18] == [
+        "-o",
+        f"{tmp_path}/run/ncu/report",
+        "-f",
+        "--cache-control",
+        "none",
+        "--launch-count",
+    ]
     assert argv[18] == "5"
     assert p["env"]["NSIGHTWRAP_NCU_ITERS"] == "5"
     assert "ncu iters=5" in (tmp_path / "run/ncu/stdout.log").read_text()
@@ -300,7 +358,11 @@ def test_nsys_qdstrm_only_is_converted_by_the_importer(tmp_path: Path, monkeypat
     assert "nsys could not import its capture (Importer error status); converted report.qdstrm" in r.err
     p = passes(manifest(tmp_path / "run"))["nsys"]
     importer = FAKES / "linux-desktop-glibc_2_11_3-x64" / "QdstrmImporter"
-    assert [c["argv"][0] for c in p["commands"]] == [str(FAKES / "target-linux-x64" / "nsys"), str(importer), str(FAKES / "target-linux-x64" / "nsys")]
+    assert [c["argv"][0] for c in p["commands"]] == [
+        str(FAKES / "target-linux-x64" / "nsys"),
+        str(importer),
+        str(FAKES / "target-linux-x64" / "nsys"),
+    ]
     assert p["commands"][1]["argv"][1:] == ["-i", f"{tmp_path}/run/nsys/report.qdstrm"]
     assert (tmp_path / "run/nsys/report.sqlite").is_file()
 
@@ -311,12 +373,22 @@ def test_nsys_qdstrm_with_importer_missing_libdw(tmp_path: Path, monkeypatch, ca
     r = profile(capsys, "-o", "run", "--passes", "plain,nsys", "--no-analyze", T)
     assert r.code == 3
     err = " ".join(r.err.split())
-    assert "nsys pass: nsys could not import its capture (Importer error status); QdstrmImporter cannot start: " in err
+    assert (
+        "nsys pass: nsys could not import its capture (Importer error status); QdstrmImporter cannot start: "
+        in err
+    )
     assert "libdw.so.1: cannot open shared object file" in err
-    assert "install your distribution's libdw (Debian/Ubuntu: libdw1, Fedora/RHEL: elfutils-libs) or put libdw.so.1 on LD_LIBRARY_PATH" in err
+    assert (
+        "install your distribution's libdw (Debian/Ubuntu: libdw1, Fedora/RHEL: elfutils-libs) or put libdw.so.1 on LD_LIBRARY_PATH"
+        in err
+    )
     assert (tmp_path / "run/nsys/report.qdstrm").is_file()  # the capture is kept
     m = manifest(tmp_path / "run")
-    assert (m["status"], passes(m)["nsys"]["status"], passes(m)["plain"]["status"]) == ("failed", "failed", "ok")
+    assert (m["status"], passes(m)["nsys"]["status"], passes(m)["plain"]["status"]) == (
+        "failed",
+        "failed",
+        "ok",
+    )
 
 
 def test_nsys_qdstrm_with_no_importer_beside_nsys(tmp_path: Path, monkeypatch, capsys) -> None:
@@ -355,13 +427,20 @@ def test_timeout_stops_the_pass_with_exit_4(tmp_path: Path, monkeypatch, capsys)
     assert "error: plain pass: the target ran past --timeout 1 s and was stopped" in r.err
     m = manifest(tmp_path / "run")
     p = passes(m)
-    assert (m["status"], p["plain"]["status"], p["ncu"]["status"], p["nsys"]["status"]) == ("failed", "timeout", "ok", "ok")
+    assert (m["status"], p["plain"]["status"], p["ncu"]["status"], p["nsys"]["status"]) == (
+        "failed",
+        "timeout",
+        "ok",
+        "ok",
+    )
     assert 1.0 <= p["plain"]["commands"][0]["wall_s"] < 6
     pid = int((tmp_path / "pids").read_text().split()[1])
     assert not alive(pid)
 
 
-def test_target_path_with_spaces_and_semicolon_never_goes_through_a_shell(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_target_path_with_spaces_and_semicolon_never_goes_through_a_shell(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
     use_fakes(monkeypatch, tmp_path)
     d = tmp_path / "my dir; touch INJECTED"
     d.mkdir()
@@ -393,6 +472,7 @@ def test_verbose_shows_the_target_output(tmp_path: Path, monkeypatch, capsys) ->
 def test_failing_nvidia_smi_is_a_warning_only(tmp_path: Path, monkeypatch, capsys) -> None:
     use_fakes(monkeypatch, tmp_path)
     monkeypatch.setenv("FAKE_TOOLS_MODE", "smi-fail")
+    monkeypatch.setenv("TARGET_DELAY", "1")
     r = profile(capsys, "-o", "run", "--passes", "plain", "--no-analyze", T)
     assert r.code == 0, r.err
     assert "warning: no nvidia-smi -q -x" in r.err and "clock sampler: NVIDIA-SMI has failed" in r.err

@@ -197,3 +197,22 @@ def test_base_name_matches_ncu_and_nsys_spellings() -> None:
         "cunn_SoftMaxForwardReg"
     )
     assert base_name("nvjet_sm90_tst_64x32_64x16_1x2_h_bz_TNT") == "nvjet_sm90_tst_64x32_64x16_1x2_h_bz_TNT"
+
+
+def test_sidecar_written_by_the_timer_is_read(tmp_path: Path) -> None:
+    from nsightwrap.timer import BenchResult, write_sidecar
+
+    run = build_run_dir(tmp_path, sidecar=False)
+    timed = BenchResult.from_samples(
+        "gemm", [10_000.0, 11_000.0, 12_000.0], sm_clock_hz=1.9e9, clock_source="nvml",
+        method={"flush_l2": True, "flush": "write+read", "calls_per_sample": 1},
+    )  # fmt: skip
+    untimed = BenchResult.from_samples("other", [], method={"pass": "ncu"}, timed=False)
+    write_sidecar(run / "plain" / "timer-1.json", [timed, untimed], {"name": "NVIDIA H200", "index": 0}, "2.11.0")
+    result = analyze(run)
+    assert result.timer_found and result.environment.torch == "2.11.0"
+    g = _bench(result, "gemm")
+    assert g.nvtx_path == "nsightwrap:gemm" and g.iter_prefix == "iter"
+    assert g.timer is not None and g.timer.median_ns == 11_000.0 and g.ref_clock_hz == 1.9e9
+    assert g.ref_clock_source == "plain (nvml)"
+    assert _bench(result, "other").timer is None

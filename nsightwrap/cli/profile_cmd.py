@@ -660,6 +660,11 @@ def profile_command(
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     out = Console(highlight=False, soft_wrap=True)
     display = _Display(err, quiet=quiet, verbose=verbose)
+    head = 2 if target and target[0] == "-m" else 1
+    if len(target) > head and target[head] == "--":
+        # `nsightwrap profile bench.py -- --quick`: the "--" separates nsightwrap's arguments
+        # from the target's, it is not one of them.
+        target = [*target[:head], *target[head + 1 :]]
     names, explicit = _parse_passes(passes)
     extra_metrics = tuple(m.strip() for m in (metrics or "").split(",") if m.strip())
     s = Settings(

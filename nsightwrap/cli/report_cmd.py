@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -47,7 +48,8 @@ def report_command(
         from nsightwrap.export.terminal import print_report
 
         if output is None:
-            print_report(result, Console(highlight=False))
+            # Piped output is not cut to 80 columns: the table has ten.
+            print_report(result, Console(highlight=False, width=None if sys.stdout.isatty() else 160))
             text = None
         else:
             console = Console(record=True, width=160, file=io.StringIO(), highlight=False)

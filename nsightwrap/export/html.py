@@ -54,13 +54,12 @@ def _bar_chart(b: BenchmarkResult) -> str | None:
         ("nsys kernels", b.nsys.median_ns if b.nsys else None),
         ("nsys busy", b.nsys.busy_median_ns if b.nsys else None),
     ]
-    pairs = [(k, v) for k, v in pairs if v is not None]
-    if not pairs:
+    shown = [(k, v) for k, v in pairs if v is not None]
+    if not shown:
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(3.6, 2.4))  # type: ignore[attr-defined]
-    colors = [_COLORS[k] for k, _ in pairs]
-    ax.bar([k for k, _ in pairs], [v / 1e3 for _, v in pairs], color=colors)
+    ax.bar([k for k, _ in shown], [v / 1e3 for _, v in shown], color=[_COLORS[k] for k, _ in shown])
     ax.set_ylabel("us (median per iteration)")
     ax.set_title(f.label(b), fontsize=9)
     ax.tick_params(axis="x", labelrotation=30)
@@ -135,11 +134,11 @@ def render_html(result: RunResult) -> str:
         parts.append("<h2>Flagged benchmarks</h2>")
         for b in result.flagged:
             parts.append(f"<h3>{esc(f.label(b))}</h3><p>ratio {f.ratio(b.ratio)} (at ncu's own clock {f.ratio(b.ratio_raw)})</p>")
-            for c in b.causes:
-                ev = ", ".join(esc(f.evidence_item(k, v)) for k, v in c.evidence.items() if v is not None)
+            for cause in b.causes:
+                ev = ", ".join(esc(f.evidence_item(k, v)) for k, v in cause.evidence.items() if v is not None)
                 parts.append(
-                    f"<div class='cause'><b>{esc(c.code.value)}</b>: {esc(c.message)}"
-                    f"<div class='ev'>evidence: {ev}</div><div>fix: {esc(c.fix)}</div></div>"
+                    f"<div class='cause'><b>{esc(cause.code.value)}</b>: {esc(cause.message)}"
+                    f"<div class='ev'>evidence: {ev}</div><div>fix: {esc(cause.fix)}</div></div>"
                 )
     clock = _clock_chart(result)
     if clock:

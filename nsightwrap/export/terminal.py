@@ -27,8 +27,15 @@ def summary_table(result: RunResult) -> Table:
         ("ratio", "right"),
         ("verdict", "left"),
     ):
-        # Numbers never wrap; the benchmark name folds when the terminal is narrow.
-        t.add_column(col, justify=just, no_wrap=col != "benchmark", overflow="fold")  # type: ignore[arg-type]
+        # The benchmark name keeps room and folds when the terminal is narrow.
+        # ratio and verdict never wrap: they are what the reader looks for.
+        t.add_column(
+            col,
+            justify=just,  # type: ignore[arg-type]
+            min_width=12 if col == "benchmark" else None,
+            no_wrap=col in ("ratio", "verdict"),
+            overflow="fold",
+        )
     for b in result.benchmarks:
         style = _STYLE.get(b.verdict, "yellow")
         t.add_row(

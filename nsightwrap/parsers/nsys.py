@@ -147,68 +147,48 @@ class _Strings:
 
 
 def _read_ops(con: sqlite3.Connection, tables: set[str], strings: _Strings) -> pd.DataFrame:
-    has_runtime = RUNTIME in tables and {"correlationId", "globalTid", "start"} <= _columns(con, RUNTIME)
-    api_name_col = "nameId" if has_runtime and "nameId" in _columns(con, RUNTIME) else None
-    parts = []
-    for table, kind in ((KERNEL, "kernel"), (MEMCPY, "memcpy"), (MEMSET, "memset"), (GRAPH, "graph")):
-        if table in tables:
-            parts.append(_read_activity(con, table, kind, has_runtime, api_name_col, strings))
+    present = [
+        (t, k) for t, k in ((KERNEL, "kernel"), (MEMCPY, "memcpy"), (MEMSET, "memset"), (GRAPH, "graph"))
+    ]
+    parts = [_read_activity(con, t, k, strings) for t, k in present if t in tables]
     parts = [p for p in parts if not p.empty]
     if not parts:
         return _empty(OP_COLUMNS)
     ops = pd.concat(parts, ignore_index=True)
+    ops = _join_launches(con, tables, ops, [t for t, _ in present if t in tables], strings)
     ops = ops.sort_values(["start_ns", "end_ns", "kind"], kind="stable", ignore_index=True)
     ops["op_id"] = np.arange(len(ops), dtype=np.int64)
     ops["duration_ns"] = ops["end_ns"] - ops["start_ns"]
     return ops[OP_COLUMNS]
 
 
-def _read_activity(
-    con: sqlite3.Connection,
-    table: str,
-    kind: str,
-    has_runtime: bool,
-    api_name_col: str | None,
-    strings: _Strings,
-) -> pd.DataFrame:
+def _read_activity(con: sqlite3.Connection, table: str, kind: str, strings: _Strings) -> pd.DataFrame:
     cols = _columns(con, table)
     if not {"start", "end"} <= cols:
         return _empty(OP_COLUMNS)
-
-    def col(name: str, alias: str) -> str:
-        return f"a.[{name}] AS {alias}" if name in cols else f"NULL AS {alias}"
-
     name_col = next((c for c in ("demangledName", "name", "mangledName", "shortName") if c in cols), None)
-    select = [
-        "a.rowid AS _row", "a.start AS start_ns", "a.[end] AS end_ns",
-        col("deviceId", "device_id"), col("contextId", "context_id"), col("streamId", "stream_id"),
-        col("correlationId", "correlation_id"), col("globalPid", "global_pid"), col("bytes", "bytes"),
-        col("graphNodeId", "graph_node_id"), col(name_col or "", "_name"), col("shortName", "_short"),
-        col("copyKind", "_copy_kind"), col("graphId", "_graph_id"),
-    ]  # fmt: skip
-    select += [col(c, "_" + c) for c in ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")]
-    join = ""
-    if has_runtime and {"correlationId", "globalPid"} <= cols:
-        select += ["r.start AS launch_start_ns", "r.globalTid AS launch_tid"]
-        select.append(f"r.[{api_name_col}] AS _api" if api_name_col else "NULL AS _api")
-        # correlationIds are unique per process only: match the process too.
-        join = (
-            f" LEFT JOIN {RUNTIME} r ON r.correlationId = a.correlationId"
-            f" AND (r.globalTid >> {_PID_SHIFT}) = (a.globalPid >> {_PID_SHIFT})"
-        )
-    else:
-        select += ["NULL AS launch_start_ns", "NULL AS launch_tid", "NULL AS _api"]
-    sql = f"SELECT {', '.join(select)} FROM [{table}] a{join}"
-    df = pd.read_sql_query(sql, con)
+    wanted = {
+        "start": "start_ns", "end": "end_ns", "deviceId": "device_id", "contextId": "context_id",
+        "streamId": "stream_id", "correlationId": "correlation_id", "globalPid": "global_pid",
+        "bytes": "bytes", "graphNodeId": "graph_node_id", "shortName": "_short", "copyKind": "_copy_kind",
+        "graphId": "_graph_id", "gridX": "_gridX", "gridY": "_gridY", "gridZ": "_gridZ",
+        "blockX": "_blockX", "blockY": "_blockY", "blockZ": "_blockZ",
+    }  # fmt: skip
+    if name_col:
+        wanted[name_col] = "_name"
+    # Only columns this export has: fewer columns to fetch, and old schemas lack some.
+    select = [f"[{c}] AS {alias}" for c, alias in wanted.items() if c in cols]
+    df = pd.read_sql_query(
+        f"SELECT {', '.join(select)} FROM [{table}] WHERE start IS NOT NULL AND end IS NOT NULL", con
+    )
     if df.empty:
         return _empty(OP_COLUMNS)
-    # A correlationId seen twice in the runtime table would duplicate the op: keep one launch.
-    df = df.drop_duplicates("_row", keep="first")
-    df = df[df["end_ns"].notna() & df["start_ns"].notna()]
+    for alias in wanted.values():
+        if alias not in df:
+            df[alias] = pd.NA
     df["kind"] = kind
     df["name"] = _op_names(con, df, kind, strings)
     df["short_name"] = strings.lookup(df["_short"]) if kind == "kernel" else df["name"]
-    df["launch_api"] = _strip_api_version(strings.lookup(df["_api"]))
     if kind == "kernel" and df["_gridX"].notna().any():
         df["grid"] = _xyz(df, "_grid")
         df["block"] = _xyz(df, "_block")
@@ -217,12 +197,95 @@ def _read_activity(
         df["block"] = pd.NA
     for c in ("start_ns", "end_ns"):
         df[c] = df[c].astype(np.int64)
-    for c in ("device_id", "context_id", "stream_id", "correlation_id", "global_pid", "launch_tid",
-              "bytes", "graph_node_id", "launch_start_ns"):  # fmt: skip
+    for c in (
+        "device_id",
+        "context_id",
+        "stream_id",
+        "correlation_id",
+        "global_pid",
+        "bytes",
+        "graph_node_id",
+    ):
         df[c] = df[c].astype("Int64")
     df["op_id"] = 0
     df["duration_ns"] = 0
+    for c in ("launch_tid", "launch_start_ns", "launch_api"):
+        df[c] = pd.NA
     return df[OP_COLUMNS]
+
+
+#: Name patterns of the CUDA calls that put work on the GPU (runtime and driver API, all ABI
+#: versions). Only a speed-up: ops whose launch is not among them are looked up by correlationId.
+_LAUNCH_API_PATTERNS = (
+    "cudaLaunch%", "cuLaunch%", "cudaMemcpy%", "cuMemcpy%", "cudaMemset%", "cuMemset%",
+    "cudaGraphLaunch%", "cuGraphLaunch%",
+)  # fmt: skip
+
+
+def _join_launches(
+    con: sqlite3.Connection, tables: set[str], ops: pd.DataFrame, activity: list[str], strings: _Strings
+) -> pd.DataFrame:
+    """Add the CUDA API call that launched each op: its thread, start time and name.
+
+    The runtime table is the largest of an export by far (every API call, ~10 per kernel under
+    PyTorch) and exports carry no indexes, so a SQL join would index it first. Instead: one scan
+    for the calls whose name is a launch API (a short list of string ids), matched to ops in
+    pandas on correlationId and process (correlationIds are unique per process only); then, only
+    for ops still unmatched, one scan for their correlationIds.
+    """
+    rcols = _columns(con, RUNTIME) if RUNTIME in tables else set()
+    if not {"correlationId", "globalTid", "start"} <= rcols:
+        return ops
+    api = "nameId" if "nameId" in rcols else "NULL"
+    select = (
+        f"SELECT correlationId AS correlation_id, globalTid AS launch_tid, start AS launch_start_ns, "
+        f"{api} AS _api FROM {RUNTIME}"
+    )
+    ops = ops.drop(columns=["launch_tid", "launch_start_ns", "launch_api"])
+    ops["_pid"] = np.right_shift(ops["global_pid"].fillna(-1).to_numpy(dtype=np.int64), _PID_SHIFT)
+    found = []
+    launch_names = []
+    if api != "NULL" and "StringIds" in tables:
+        where = " OR ".join("value LIKE ?" for _ in _LAUNCH_API_PATTERNS)
+        launch_names = [
+            int(i) for (i,) in con.execute(f"SELECT id FROM StringIds WHERE {where}", _LAUNCH_API_PATTERNS)
+        ]
+    if launch_names:
+        found.append(pd.read_sql_query(f"{select} WHERE nameId IN ({','.join(map(str, launch_names))})", con))
+    missing = _unmatched(ops, found)
+    if len(missing):
+        ids = ",".join(str(int(c)) for c in missing)
+        found.append(pd.read_sql_query(f"{select} WHERE correlationId IN ({ids})", con))
+    calls = pd.concat([f for f in found if not f.empty] or [pd.DataFrame()], ignore_index=True)
+    if calls.empty:
+        ops[["launch_tid", "launch_start_ns", "launch_api"]] = pd.NA
+        return ops.drop(columns="_pid")
+    calls["_pid"] = np.right_shift(calls["launch_tid"].to_numpy(dtype=np.int64), _PID_SHIFT)
+    # One launch per (process, correlationId), should an export ever repeat one.
+    calls = calls.drop_duplicates(["_pid", "correlation_id"], keep="first")
+    calls["launch_api"] = _strip_api_version(strings.lookup(calls["_api"]))
+    calls["correlation_id"] = calls["correlation_id"].astype("Int64")
+    merged = ops.merge(
+        calls[["_pid", "correlation_id", "launch_tid", "launch_start_ns", "launch_api"]],
+        on=["_pid", "correlation_id"],
+        how="left",
+    )
+    for c in ("launch_tid", "launch_start_ns"):
+        merged[c] = merged[c].astype("Int64")
+    return merged.drop(columns="_pid")
+
+
+def _unmatched(ops: pd.DataFrame, found: list[pd.DataFrame]) -> np.ndarray:
+    """Distinct correlationIds of ops that no call in ``found`` matches (same process)."""
+    have = pd.concat([f for f in found if not f.empty] or [pd.DataFrame()], ignore_index=True)
+    corr = ops["correlation_id"]
+    if have.empty:
+        return pd.unique(corr.dropna().astype(np.int64))
+    have_pid = np.right_shift(have["launch_tid"].to_numpy(dtype=np.int64), _PID_SHIFT)
+    keys = pd.MultiIndex.from_arrays([have_pid, have["correlation_id"].to_numpy(dtype=np.int64)])
+    mine = corr.notna()
+    want = pd.MultiIndex.from_arrays([ops.loc[mine, "_pid"].to_numpy(), corr[mine].to_numpy(dtype=np.int64)])
+    return pd.unique(corr[mine][~want.isin(keys)].astype(np.int64))
 
 
 def _op_names(con: sqlite3.Connection, df: pd.DataFrame, kind: str, strings: _Strings) -> pd.Series:
@@ -231,12 +294,15 @@ def _op_names(con: sqlite3.Connection, df: pd.DataFrame, kind: str, strings: _St
     if kind == "memcpy":
         # The label nsys itself prints: "[CUDA memcpy Device-to-Device]".
         labels = _enum(con, "ENUM_CUDA_MEMCPY_OPER")
-        kinds = df["_copy_kind"].map(lambda v: labels.get(int(v), f"kind {int(v)}") if pd.notna(v) else None)
-        return ("[CUDA memcpy " + kinds.fillna("") + "]").str.replace(" ]", "]", regex=False)
+        codes = df["_copy_kind"].astype("Int64")
+        kinds = codes.map(labels).astype(object)
+        unknown = kinds.isna() & codes.notna()
+        kinds[unknown] = "kind " + codes[unknown].astype(str)
+        return ("[CUDA memcpy " + kinds.fillna("").astype(str) + "]").str.replace(" ]", "]", regex=False)
     if kind == "memset":
         return pd.Series("[CUDA memset]", index=df.index)
-    gid = df["_graph_id"].map(lambda v: f" {int(v)}" if pd.notna(v) else "")
-    return "[CUDA graph" + gid + "]"
+    gid = df["_graph_id"].astype("Int64")
+    return ("[CUDA graph " + gid.astype(str).where(gid.notna(), "") + "]").str.replace(" ]", "]", regex=False)
 
 
 def _enum(con: sqlite3.Connection, table: str) -> dict[int, str]:
@@ -252,8 +318,11 @@ def _strip_api_version(api: pd.Series) -> pd.Series:
 
 
 def _xyz(df: pd.DataFrame, prefix: str) -> pd.Series:
-    parts = [df[f"{prefix}{a}"].astype("Int64").astype(str) for a in "XYZ"]
-    return parts[0] + "," + parts[1] + "," + parts[2]
+    """ "x,y,z" text of launch dimensions, formatted once per distinct shape (there are few)."""
+    dims = df[[f"{prefix}{a}" for a in "XYZ"]].astype("Int64")
+    keys, uniques = pd.MultiIndex.from_frame(dims).factorize()
+    text = np.array([",".join("" if pd.isna(v) else str(int(v)) for v in u) for u in uniques], dtype=object)
+    return pd.Series(text[keys], index=df.index, dtype=object)
 
 
 def _empty(columns: list[str]) -> pd.DataFrame:

@@ -20,7 +20,7 @@ TARGET = TESTS / "profile_target.py"
 FAKE_PATH = [str(FAKES / "bin"), str(FAKES / "target-linux-x64")]
 _CLEARED = (
     "NSIGHTWRAP_NCU", "NSIGHTWRAP_NSYS", "NSIGHTWRAP_RUN_DIR", "NSIGHTWRAP_PASS", "NSIGHTWRAP_NCU_ITERS",
-    "FAKE_TOOLS_MODE", "TARGET_FAIL", "TARGET_SIGNAL", "TARGET_SLEEP", "TARGET_IGNORE_SIGINT", "TARGET_PID_FILE",
+    "FAKE_TOOLS_MODE", "TARGET_FAIL", "TARGET_SIGNAL", "TARGET_SLEEP", "TARGET_IGNORE_SIGINT", "TARGET_PID_FILE", "TARGET_DELAY",
 )  # fmt: skip
 
 
@@ -36,7 +36,9 @@ def use_fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, path: list[str
     of every fake tool call; returns that log's path."""
     for var in _CLEARED:
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("PATH", os.pathsep.join(path if path is not None else [*FAKE_PATH, os.environ["PATH"]]))
+    monkeypatch.setenv(
+        "PATH", os.pathsep.join(path if path is not None else [*FAKE_PATH, os.environ["PATH"]])
+    )
     log = tmp_path / "fake_tools.log"
     monkeypatch.setenv("FAKE_TOOLS_LOG", str(log))
     monkeypatch.chdir(tmp_path)

@@ -1,0 +1,78 @@
+"""Wall time of ``nsightwrap profile`` against the same three tool runs made by hand.
+
+    python benchmarks/profile_overhead.py [--repeat N] SCRIPT [ARGS...]
+
+By hand means: the plain run, ``ncu`` and ``nsys profile`` + ``nsys export`` with exactly the
+argv nsightwrap builds, one after the other, nothing else (no version probes, no nvidia-smi, no
+clock sampler, no analysis). nsightwrap runs with ``--no-analyze --quiet``. The two are
+alternated; the medians and their ratio are printed (target: ratio <= 1.25).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from nsightwrap.contract import ENV_NCU_ITERS, ncu_iteration_filter
+from nsightwrap.launch import ncu_argv, nsys_argv, nsys_export_argv, pass_env, target_argv
+from nsightwrap.tools import find_tool, nsys_profile_options, supports_flag
+
+
+def by_hand(target: list[str], work: Path, ncu: str, nsys: str, event_flag: bool) -> float:
+    """The three passes with plain subprocess calls; seconds."""
+    for d in ("plain", "ncu", "nsys"):
+        (work / d).mkdir(parents=True)
+    argv = target_argv(target)
+    t0 = time.perf_counter()
+    subprocess.run(argv, env={**os.environ, **pass_env(work, "plain")}, check=True, capture_output=True)
+    subprocess.run(
+        ncu_argv(ncu, argv, work / "ncu" / "report", nvtx_filter=ncu_iteration_filter()),
+        env={**os.environ, **pass_env(work, "ncu", {ENV_NCU_ITERS: "3"})}, check=True, capture_output=True,
+    )  # fmt: skip
+    subprocess.run(
+        nsys_argv(nsys, argv, work / "nsys" / "report", cuda_event_trace_flag=event_flag),
+        env={**os.environ, **pass_env(work, "nsys")}, check=True, capture_output=True,
+    )  # fmt: skip
+    rep = work / "nsys" / "report.nsys-rep"
+    subprocess.run(
+        nsys_export_argv(nsys, rep, work / "nsys" / "report.sqlite"), check=True, capture_output=True
+    )
+    return time.perf_counter() - t0
+
+
+def with_nsightwrap(target: list[str], run: Path) -> float:
+    """``nsightwrap profile`` on the same target; seconds."""
+    t0 = time.perf_counter()
+    cmd = [sys.executable, "-m", "nsightwrap", "profile", "-o", str(run), "--no-analyze", "--quiet", *target]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("target", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    if not a.target:
+        ap.error("give a target script")
+    ncu, nsys = find_tool("ncu").path, find_tool("nsys").path
+    event_flag = supports_flag(nsys_profile_options(nsys), "--cuda-event-trace")
+    hand: list[float] = []
+    tool: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="nsightwrap-overhead-") as tmp:
+        for i in range(a.repeat):
+            hand.append(by_hand(a.target, Path(tmp) / f"hand{i}", ncu, nsys, event_flag))
+            tool.append(with_nsightwrap(a.target, Path(tmp) / f"run{i}"))
+            print(f"round {i + 1}: by hand {hand[-1]:.2f} s, nsightwrap profile {tool[-1]:.2f} s", flush=True)
+    h, t = statistics.median(hand), statistics.median(tool)
+    print(f"median: by hand {h:.2f} s, nsightwrap profile {t:.2f} s, ratio {t / h:.3f} (target <= 1.25)")
+
+
+if __name__ == "__main__":
+    main()
