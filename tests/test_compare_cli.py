@@ -404,3 +404,28 @@ def test_report_json_written_by_the_report_exporter(
     assert [b["ratio"] for b in from_dirs["benchmarks"]] == [b["ratio"] for b in doc["benchmarks"]]
     code, _, err = cli(capsys, tmp_path / "a", tmp_path / "b", "--metric", "ncu")
     assert code == 2 and "no benchmark has ncu timings" in err
+
+
+def test_reference_report_json_compares_by_ncu_and_nsys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real report (H200 reference captures): copy_1g has no kernels (a memcpy) and
+    softmax_mlp no ncu kernels; those are left out of the metric that has nothing, not errors."""
+    from refrun import build_run_dir
+
+    from nsightwrap.analysis import analyze
+    from nsightwrap.export.jsonio import write_report_json
+
+    report = tmp_path / "ref.json"
+    write_report_json(analyze(build_run_dir(tmp_path / "run")), report)
+    for metric, expected in (
+        ("ncu", {"mm_small", "mm_skinny", "mm_large"}),
+        ("nsys", {"mm_small", "mm_skinny", "mm_large", "softmax_mlp"}),
+        ("timer", {"mm_small", "mm_skinny", "mm_large", "copy_1g", "softmax_mlp"}),
+    ):
+        code, out, err = cli(capsys, report, report, "--metric", metric, "--format", "json", "--no-fail")
+        assert code == 0, err
+        doc = json.loads(out)
+        assert {b["benchmark"] for b in doc["benchmarks"]} == expected, metric
+        # the same report against itself: nothing may be called slower
+        assert all(b["verdict"] != "SLOWER" for b in doc["benchmarks"])

@@ -170,16 +170,26 @@ def side_from_report(doc: Mapping[str, Any], *, label: str, metric: str, where: 
         if metric == "timer":
             out.append(_timer_samples(block, at))
         elif metric == "ncu":
-            values = _numbers(block, "iterations_ns", f"{at} ({name!r}) ncu")
-            cycles = _numbers(block, "iterations_cycles", f"{at} ({name!r}) ncu")
+            values = _numbers(block, "iterations_ns", f"{at} ({name!r}) ncu", allow_zero=True)
+            cycles = _numbers(block, "iterations_cycles", f"{at} ({name!r}) ncu", allow_zero=True)
             if len(cycles) != len(values):
                 raise ReportParseError(
                     f"{at} ({name!r}): ncu iterations_ns and iterations_cycles differ in length"
                 )
+            # An iteration with no kernels (a memcpy-only range, a filter that matched nothing)
+            # has nothing to compare: keep only measured iterations.
+            kept = [(v, c) for v, c in zip(values, cycles, strict=True) if v > 0 and c > 0]
+            if not kept:
+                continue
+            values, cycles = tuple(v for v, _ in kept), tuple(c for _, c in kept)
             out.append(Samples(name, params, values, cycles, _clock_of(values, cycles)))
         else:
             # nsys records no SM clock: its kernel sums cannot be checked against a clock change.
-            out.append(Samples(name, params, _numbers(block, "iterations_ns", f"{at} ({name!r}) nsys")))
+            values = _numbers(block, "iterations_ns", f"{at} ({name!r}) nsys", allow_zero=True)
+            values = tuple(v for v in values if v > 0)
+            if not values:
+                continue
+            out.append(Samples(name, params, values))
     return Side(label=label, gpu=str(gpu) if gpu else None, benchmarks=tuple(out))
 
 
@@ -231,13 +241,14 @@ def _name_params(entry: Mapping[str, Any], where: str) -> tuple[str, tuple[tuple
     return name, tuple(sorted((str(k), str(v)) for k, v in params.items()))
 
 
-def _numbers(entry: Mapping[str, Any], key: str, where: str) -> tuple[float, ...]:
+def _numbers(entry: Mapping[str, Any], key: str, where: str, *, allow_zero: bool = False) -> tuple[float, ...]:
     raw = entry.get(key)
     if not isinstance(raw, list):
         raise ReportParseError(f"{where}: missing field {key!r} (a list of numbers)")
     out = []
     for v in raw:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+        bad = isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+        if bad or v < 0 or (v == 0 and not allow_zero):
             raise ReportParseError(f"{where}: field {key!r} holds {v!r}; expected positive numbers")
         out.append(float(v))
     return tuple(out)

@@ -147,6 +147,8 @@ def render_html(result: RunResult) -> str:
     parts += ["<h2>Environment</h2>", _table(["", ""], env_rows)]
     if result.environment.command:
         parts += ["<h2>Reproduce</h2>", f"<pre>{esc(shlex.join(result.environment.command))}</pre>"]
+    if any(b.ncu and b.ncu.kernels for b in result.benchmarks):
+        parts.append("<h2>Per-kernel details (ncu)</h2>")
     kernel_head = ["kernel", "iter", "duration", "SM clock", "cycles", "SM %", "memory %", "clock model", "at ref clock"]
     for b in result.benchmarks:
         if b.ncu and b.ncu.kernels:

@@ -14,11 +14,13 @@ means no such activity.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -40,6 +42,7 @@ REEXPORT = "re-export it with `nsys export --type sqlite`"
 # Event type ids of NVTX_EVENTS rows; the file's ENUM_NSYS_EVENT_TYPE wins where present.
 _EVENT_TYPE_DEFAULTS = {"NvtxPushPopRange": 59, "NvtxStartEndRange": 60, "NvtxDomainCreate": 75}
 
+_API_VERSION = re.compile(r"_v\d+$")
 # globalTid = (hw/vm ids << 48) | (pid << 24) | tid, and globalPid is the same with tid = 0:
 # shifting right by 24 gives a per-process key common to both.
 _PID_SHIFT = 24
@@ -123,6 +126,44 @@ def _columns(con: sqlite3.Connection, table: str) -> set[str]:
     return {r[1] for r in con.execute(f"PRAGMA table_info([{table}])")}
 
 
+# NULL stand-in while reading integer columns: no time, id or size of a real export takes it.
+_NULL = -(2**63) + 1
+
+
+def _query(
+    con: sqlite3.Connection, exprs: dict[str, str], rest: str, text: frozenset[str] = frozenset()
+) -> pd.DataFrame:
+    """``SELECT exprs... rest`` as a frame, fast: exports hold millions of rows of integers.
+
+    pandas.read_sql converts value by value; here integer NULLs become a sentinel in SQL, each
+    column becomes an int64 array in one numpy call, and the sentinel becomes NA (Int64). Columns
+    named in ``text`` stay Python objects; an integer column that holds text after all (old
+    exports stored names inline) is kept as objects too.
+    """
+    select = ", ".join(
+        f"{e} AS [{a}]" if a in text else f"IFNULL({e}, {_NULL}) AS [{a}]" for a, e in exprs.items()
+    )
+    rows = con.execute(f"SELECT {select} {rest}").fetchall()
+    names = list(exprs)
+    if not rows:
+        return pd.DataFrame({a: pd.Series(dtype=object if a in text else "Int64") for a in names})
+    out: dict[str, Any] = {}
+    for a, values in zip(names, zip(*rows, strict=True), strict=True):
+        if a in text:
+            out[a] = np.array(values, dtype=object)
+            continue
+        try:
+            col = np.array(values, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            col_obj = np.array(values, dtype=object)
+            col_obj[col_obj == _NULL] = None
+            out[a] = col_obj
+            continue
+        null = col == _NULL
+        out[a] = pd.arrays.IntegerArray(col, null) if null.any() else col
+    return pd.DataFrame(out)
+
+
 class _Strings:
     """StringIds lookups, reading only the ids a frame uses (StringIds can be large)."""
 
@@ -168,30 +209,31 @@ def _read_activity(con: sqlite3.Connection, table: str, kind: str, strings: _Str
         return _empty(OP_COLUMNS)
     name_col = next((c for c in ("demangledName", "name", "mangledName", "shortName") if c in cols), None)
     wanted = {
-        "start": "start_ns", "end": "end_ns", "deviceId": "device_id", "contextId": "context_id",
-        "streamId": "stream_id", "correlationId": "correlation_id", "globalPid": "global_pid",
-        "bytes": "bytes", "graphNodeId": "graph_node_id", "shortName": "_short", "copyKind": "_copy_kind",
-        "graphId": "_graph_id", "gridX": "_gridX", "gridY": "_gridY", "gridZ": "_gridZ",
-        "blockX": "_blockX", "blockY": "_blockY", "blockZ": "_blockZ",
+        "start_ns": "start", "end_ns": "end", "device_id": "deviceId", "context_id": "contextId",
+        "stream_id": "streamId", "correlation_id": "correlationId", "global_pid": "globalPid",
+        "bytes": "bytes", "graph_node_id": "graphNodeId", "_short": "shortName", "_copy_kind": "copyKind",
+        "_graph_id": "graphId",
     }  # fmt: skip
     if name_col:
-        wanted[name_col] = "_name"
+        wanted["_name"] = name_col
     # Only columns this export has: fewer columns to fetch, and old schemas lack some.
-    select = [f"[{c}] AS {alias}" for c, alias in wanted.items() if c in cols]
-    df = pd.read_sql_query(
-        f"SELECT {', '.join(select)} FROM [{table}] WHERE start IS NOT NULL AND end IS NOT NULL", con
-    )
+    exprs = {alias: f"[{c}]" for alias, c in wanted.items() if c in cols}
+    if {"gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ"} <= cols:
+        # Launch shape packed in one integer per triple (y, z < 2^16, x < 2^31): fewer columns.
+        exprs["_grid"] = "(gridX << 32) | (gridY << 16) | gridZ"
+        exprs["_block"] = "(blockX << 32) | (blockY << 16) | blockZ"
+    df = _query(con, exprs, f"FROM [{table}] WHERE start IS NOT NULL AND end IS NOT NULL")
     if df.empty:
         return _empty(OP_COLUMNS)
-    for alias in wanted.values():
+    for alias in [*wanted, "_grid", "_block"]:
         if alias not in df:
             df[alias] = pd.NA
     df["kind"] = kind
     df["name"] = _op_names(con, df, kind, strings)
     df["short_name"] = strings.lookup(df["_short"]) if kind == "kernel" else df["name"]
-    if kind == "kernel" and df["_gridX"].notna().any():
-        df["grid"] = _xyz(df, "_grid")
-        df["block"] = _xyz(df, "_block")
+    if kind == "kernel" and df["_grid"].notna().any():
+        df["grid"] = _xyz(df["_grid"])
+        df["block"] = _xyz(df["_block"])
     else:
         df["grid"] = pd.NA
         df["block"] = pd.NA
@@ -237,10 +279,12 @@ def _join_launches(
     if not {"correlationId", "globalTid", "start"} <= rcols:
         return ops
     api = "nameId" if "nameId" in rcols else "NULL"
-    select = (
-        f"SELECT correlationId AS correlation_id, globalTid AS launch_tid, start AS launch_start_ns, "
-        f"{api} AS _api FROM {RUNTIME}"
-    )
+    exprs = {
+        "correlation_id": "correlationId",
+        "launch_tid": "globalTid",
+        "launch_start_ns": "start",
+        "_api": api,
+    }
     ops = ops.drop(columns=["launch_tid", "launch_start_ns", "launch_api"])
     ops["_pid"] = np.right_shift(ops["global_pid"].fillna(-1).to_numpy(dtype=np.int64), _PID_SHIFT)
     found = []
@@ -251,11 +295,13 @@ def _join_launches(
             int(i) for (i,) in con.execute(f"SELECT id FROM StringIds WHERE {where}", _LAUNCH_API_PATTERNS)
         ]
     if launch_names:
-        found.append(pd.read_sql_query(f"{select} WHERE nameId IN ({','.join(map(str, launch_names))})", con))
+        found.append(
+            _query(con, exprs, f"FROM {RUNTIME} WHERE nameId IN ({','.join(map(str, launch_names))})")
+        )
     missing = _unmatched(ops, found)
     if len(missing):
         ids = ",".join(str(int(c)) for c in missing)
-        found.append(pd.read_sql_query(f"{select} WHERE correlationId IN ({ids})", con))
+        found.append(_query(con, exprs, f"FROM {RUNTIME} WHERE correlationId IN ({ids})"))
     calls = pd.concat([f for f in found if not f.empty] or [pd.DataFrame()], ignore_index=True)
     if calls.empty:
         ops[["launch_tid", "launch_start_ns", "launch_api"]] = pd.NA
@@ -280,12 +326,12 @@ def _unmatched(ops: pd.DataFrame, found: list[pd.DataFrame]) -> np.ndarray:
     have = pd.concat([f for f in found if not f.empty] or [pd.DataFrame()], ignore_index=True)
     corr = ops["correlation_id"]
     if have.empty:
-        return pd.unique(corr.dropna().astype(np.int64))
+        return np.unique(corr.dropna().to_numpy(dtype=np.int64))
     have_pid = np.right_shift(have["launch_tid"].to_numpy(dtype=np.int64), _PID_SHIFT)
     keys = pd.MultiIndex.from_arrays([have_pid, have["correlation_id"].to_numpy(dtype=np.int64)])
     mine = corr.notna()
     want = pd.MultiIndex.from_arrays([ops.loc[mine, "_pid"].to_numpy(), corr[mine].to_numpy(dtype=np.int64)])
-    return pd.unique(corr[mine][~want.isin(keys)].astype(np.int64))
+    return np.unique(corr[mine][~want.isin(keys)].to_numpy(dtype=np.int64))
 
 
 def _op_names(con: sqlite3.Connection, df: pd.DataFrame, kind: str, strings: _Strings) -> pd.Series:
@@ -313,16 +359,20 @@ def _enum(con: sqlite3.Connection, table: str) -> dict[int, str]:
 
 
 def _strip_api_version(api: pd.Series) -> pd.Series:
-    # The runtime table names calls with their ABI version ("cudaLaunchKernel_v7000").
-    return api.str.replace(r"_v\d+$", "", regex=True)
+    """API names without their ABI version ("cudaLaunchKernel_v7000" -> "cudaLaunchKernel")."""
+    codes, uniques = pd.factorize(api)
+    stripped = np.array([_API_VERSION.sub("", str(u)) for u in uniques] + [None], dtype=object)
+    return pd.Series(stripped[codes], index=api.index, dtype=object)  # code -1 (missing) -> None
 
 
-def _xyz(df: pd.DataFrame, prefix: str) -> pd.Series:
-    """ "x,y,z" text of launch dimensions, formatted once per distinct shape (there are few)."""
-    dims = df[[f"{prefix}{a}" for a in "XYZ"]].astype("Int64")
-    keys, uniques = pd.MultiIndex.from_frame(dims).factorize()
-    text = np.array([",".join("" if pd.isna(v) else str(int(v)) for v in u) for u in uniques], dtype=object)
-    return pd.Series(text[keys], index=df.index, dtype=object)
+def _xyz(packed: pd.Series) -> pd.Series:
+    """ "x,y,z" text of packed launch dimensions, formatted once per distinct shape (there are few)."""
+    codes, uniques = pd.factorize(packed)
+    text = np.array(
+        [f"{int(u) >> 32},{(int(u) >> 16) & 0xFFFF},{int(u) & 0xFFFF}" for u in uniques] + [None],
+        dtype=object,
+    )
+    return pd.Series(text[codes], index=packed.index, dtype=object)  # code -1 (missing) -> None
 
 
 def _empty(columns: list[str]) -> pd.DataFrame:
@@ -347,21 +397,25 @@ def _read_ranges(con: sqlite3.Connection, tables: set[str], strings: _Strings) -
     et = _event_types(con, tables)
     pushpop, startend, domain_create = et["NvtxPushPopRange"], et["NvtxStartEndRange"], et["NvtxDomainCreate"]
 
-    def col(name: str, alias: str) -> str:
-        return f"e.[{name}] AS {alias}" if name in cols else f"NULL AS {alias}"
-
     text = "e.text" if "text" in cols else "NULL"
     join = ""
     if "textId" in cols and "StringIds" in tables:
         text = f"COALESCE({text}, s.value)"
         join = " LEFT JOIN StringIds s ON s.id = e.textId"
-    sql = (
-        f"SELECT e.rowid AS _row, e.start AS start_ns, {col('end', 'end_ns')}, e.eventType AS _type, "
-        f"{text} AS name, {col('globalTid', 'global_tid')}, {col('endGlobalTid', 'end_global_tid')}, "
-        f"{col('domainId', 'domain_id')} FROM {NVTX} e{join} "
-        f"WHERE e.eventType IN ({pushpop}, {startend}, {domain_create})"
+
+    def col(name: str) -> str:
+        return f"e.[{name}]" if name in cols else "NULL"
+
+    exprs = {
+        "_row": "e.rowid", "start_ns": "e.start", "end_ns": col("end"), "_type": "e.eventType", "name": text,
+        "global_tid": col("globalTid"), "end_global_tid": col("endGlobalTid"), "domain_id": col("domainId"),
+    }  # fmt: skip
+    ev = _query(
+        con,
+        exprs,
+        f"FROM {NVTX} e{join} WHERE e.eventType IN ({pushpop}, {startend}, {domain_create})",
+        text=frozenset({"name"}),
     )
-    ev = pd.read_sql_query(sql, con)
     ev["domain_id"] = ev["domain_id"].fillna(0).astype(np.int64)
     ev["global_tid"] = ev["global_tid"].astype("Int64")
     ev["_pid"] = np.right_shift(ev["global_tid"].fillna(0).to_numpy(dtype=np.int64), _PID_SHIFT)
