@@ -19,6 +19,7 @@ import math
 import resource
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -83,6 +84,7 @@ def main() -> None:
     ap.add_argument("--kernels", type=int, default=1_000_000, help="about how many kernels (default 1e6)")
     ap.add_argument("--keep", type=Path, help="write the large export here and keep it")
     ap.add_argument("--format", default="csv", choices=["table", "csv", "json", "md"])
+    ap.add_argument("--repeat", type=int, default=3, help="inspect runs to time (default 3; median shown)")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -102,20 +104,37 @@ def main() -> None:
             print(f"  {name}: {n:,} rows")
         print(f"  NVTX push/pop ranges: {nvtx:,}")
 
-        argv = [sys.executable, "-m", "nsightwrap", "inspect", str(big), "--by", "range", "--format", args.format]
-        t = time.perf_counter()
-        proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
-        wall = time.perf_counter() - t
-        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux
-        if proc.returncode != 0:
-            sys.exit(f"inspect failed ({proc.returncode}): {proc.stderr.strip()}")
+        argv = [
+            sys.executable,
+            "-m",
+            "nsightwrap",
+            "inspect",
+            str(big),
+            "--by",
+            "range",
+            "--format",
+            args.format,
+        ]
+        walls = []
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
+            walls.append(time.perf_counter() - t)
+            if proc.returncode != 0:
+                sys.exit(f"inspect failed ({proc.returncode}): {proc.stderr.strip()}")
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        peak_mb = usage.ru_maxrss / 1024  # KiB on Linux: the largest child, i.e. one inspect run
+        cpu = (usage.ru_utime + usage.ru_stime) / args.repeat
         if args.format == "csv":
             rows = {r["range"]: r for r in csv.DictReader(io.StringIO(proc.stdout))}
             # Every copy repeats the fixture: 20 mm_small matmuls + 20 flush fills per copy.
             assert int(rows["mm_small"]["kernels"]) == 40 * copies, rows["mm_small"]
             assert int(rows["mm_small"]["instances"]) == copies
             assert int(rows["copy_1g/copy_1g/iter0"]["memcpy"]) == copies
-        print(f"inspect --by range --format {args.format}: {wall:.2f} s wall, peak RSS {peak_mb:.0f} MiB")
+        print(
+            f"inspect --by range --format {args.format}: wall {', '.join(f'{w:.2f}' for w in walls)} s "
+            f"(median {statistics.median(walls):.2f} s), CPU {cpu:.2f} s per run, peak RSS {peak_mb:.0f} MiB"
+        )
 
 
 if __name__ == "__main__":

@@ -114,9 +114,15 @@ def containing(
         t = pts[at].to_numpy(dtype=np.int64)
         seg = np.searchsorted(bounds, t, side="right") - 1
         ok = (seg >= 0) & (seg < bounds.size - 1)
-        left = pd.DataFrame({point_key: pts[point_key].to_numpy()[ok], "_seg": seg[ok]})
-        right = pd.DataFrame({"_seg": seg_of_iv, interval_key: iv_of_seg})
-        parts.append(left.merge(right, on="_seg", how="inner")[[point_key, interval_key]])
+        # Intervals grouped by segment (CSR): each point takes its segment's slice.
+        order = np.argsort(seg_of_iv, kind="stable")
+        iv_sorted = iv_of_seg[order]
+        first_of_seg = np.searchsorted(seg_of_iv[order], np.arange(bounds.size))
+        seg_ok = seg[ok]
+        n_in = first_of_seg[seg_ok + 1] - first_of_seg[seg_ok]
+        take = np.repeat(first_of_seg[seg_ok], n_in) + _ranges_within(n_in)
+        point_ids = np.repeat(pts[point_key].to_numpy()[ok], n_in)
+        parts.append(pd.DataFrame({point_key: point_ids, interval_key: iv_sorted[take]}))
     if not parts:
         return empty
     return pd.concat(parts, ignore_index=True)

@@ -549,7 +549,10 @@ def _graph_calls(graph_calls: int | None, flush_l2: bool, per_call_ns: float) ->
         return graph_calls
     if flush_l2:  # more calls per replay would run on a warm L2 after the first
         return 1
-    return int(min(100, max(1, math.ceil(20_000 / max(per_call_ns, 1.0)))))
+    # Enough calls for a replay of about 200 us, so the events' own cost (~1.3 us) and the
+    # launch of the replay shrink to well under 1% per call. per_call_ns comes from an unheld
+    # warm-up, so for tiny kernels it is launch-bound and the count errs on the small side.
+    return int(min(100, max(2, math.ceil(200_000 / max(per_call_ns, 1.0)))))
 
 
 def _profile_iterations(
@@ -662,8 +665,11 @@ def _probe_clock(
     long as the kernel (on an H200 it read 1.98 GHz while a GEMM ran at 1.61 GHz, by ncu). So, in
     a few extra iterations that are not timing samples, a one-thread spin of C SM cycles
     (``torch.cuda._sleep`` counts ``clock64``) runs on a side stream concurrently with fn, and
-    C / (its event-timed duration - the empty-window cost) is the clock. The spin is sized to
-    about 70% of fn's window at the highest clock, so it ends while fn still runs.
+    C / (its event-timed duration - the empty-window cost) is the clock.
+
+    The spin must be resident before fn's blocks fill the SMs (a kernel that fills every thread
+    slot would otherwise delay its start and the clock would read low), so the main stream waits
+    a 2 us spin of its own before fn. A rep counts only if the spin ended before fn did.
     """
     if not gpu.has_sleep or window_ns < PROBE_MIN_WINDOW_NS or not method.get("hold_queue"):
         method["clock_probe"] = "skipped: needs torch.cuda._sleep, a held queue and a window >= 20 us"
@@ -671,32 +677,40 @@ def _probe_clock(
     torch = gpu.torch
     main = torch.cuda.current_stream()
     side = torch.cuda.Stream()
-    cycles = int(0.7 * window_ns * 1e-9 * gpu.max_sm_hz)
+    lead_cycles = int(2e-6 * gpu.max_sm_hz)
+    cycles = lead_cycles + int(0.6 * window_ns * 1e-9 * gpu.max_sm_hz)
     empty_ns = gpu.measure_empty_window()
-    clocks = []
+    clocks: list[float] = []
+    rejected = 0
     for _ in range(reps):
-        start, ps, pe = gpu.event(), gpu.event(), gpu.event()
+        ready, ps, pe, s, e = (gpu.event() for _ in range(5))
         torch.cuda._sleep(method["sleep_cycles"])
         if flush_l2:
             gpu.flush()
-        start.record(main)
-        side.wait_event(start)
+        ready.record(main)
+        side.wait_event(ready)
         with torch.cuda.stream(side):
             ps.record(side)
             torch.cuda._sleep(cycles)
             pe.record(side)
+        torch.cuda._sleep(lead_cycles)
+        s.record(main)
         runner()
+        e.record(main)
         main.wait_stream(side)
+        e.synchronize()
         pe.synchronize()
         spin_ns = ps.elapsed_time(pe) * 1e6 - empty_ns
-        if spin_ns > 0:
+        inside = s.elapsed_time(pe) < s.elapsed_time(e)
+        if spin_ns > 0 and inside:
             clocks.append(cycles / (spin_ns * 1e-9))
+        else:
+            rejected += 1
     torch.cuda.synchronize()
-    if not clocks:
+    method["clock_probe"] = {"cycles": cycles, "reps": reps, "rejected": rejected, "clock_hz": clocks}
+    if len(clocks) < max(2, reps // 2):
         return None
-    hz = float(summarize(clocks).median)
-    method["clock_probe"] = {"cycles": cycles, "reps": reps, "clock_hz": clocks}
-    return hz
+    return float(summarize(clocks).median)
 
 
 def _sample_loop(

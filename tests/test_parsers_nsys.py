@@ -35,7 +35,7 @@ def _copy(tmp_path: Path) -> Path:
 
 
 def test_ops_are_every_kernel_memcpy_memset(rep: NsysReport, db: sqlite3.Connection) -> None:
-    counts = rep.ops["kind"].value_counts().to_dict()
+    counts = rep.ops["kind"].astype(str).value_counts().to_dict()
     assert counts == {"kernel": 234, "memset": 42, "memcpy": 21}
     for kind, table in (("kernel", "KERNEL"), ("memcpy", "MEMCPY"), ("memset", "MEMSET")):
         (total,) = db.execute(f"SELECT SUM(end - start) FROM CUPTI_ACTIVITY_KIND_{table}").fetchone()
@@ -134,6 +134,14 @@ def test_span_and_busy_of_benchmark_range(rep: NsysReport, db: sqlite3.Connectio
     assert row["instances"] == 1
 
 
+def test_timing_only_read_gives_the_same_summary(rep: NsysReport) -> None:
+    lean = read_nsys(SQLITE, detail=False)
+    assert lean.ops["name"].isna().all() and lean.ops["stream_id"].isna().all()
+    assert lean.ops["start_ns"].tolist() == rep.ops["start_ns"].tolist()
+    assert lean.attribution.equals(rep.attribution)
+    assert summarize_by_range(lean).equals(summarize_by_range(rep))
+
+
 def test_known_facts_of_the_workload(rep: NsysReport) -> None:
     s = summarize_by_range(rep).set_index("range")
     for i in range(20):
@@ -200,10 +208,20 @@ def test_older_schema_without_optional_tables_and_columns(tmp_path: Path) -> Non
             )
         }
     rep = read_nsys(path)
-    assert rep.ops["kind"].value_counts().to_dict() == {"kernel": 234, "memcpy": 21}
+    assert rep.ops["kind"].astype(str).value_counts().to_dict() == {"kernel": 234, "memcpy": 21}
     assert set(rep.ops.loc[rep.ops["kind"] == "kernel", "name"]) == mangled
     assert set(rep.ops.loc[rep.ops["kind"] == "memcpy", "name"]) == {"[CUDA memcpy kind 8]"}
     assert len(rep.ranges) == 105  # event types fall back to 59 / 60 / 75
+
+
+def test_launch_calls_with_unknown_names_are_found_by_correlation_id(tmp_path: Path) -> None:
+    path = _copy(tmp_path)
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE StringIds SET value = 'myOwnLaunch' WHERE value = 'cudaLaunchKernel_v7000'")
+    rep = read_nsys(path)
+    assert rep.ops["launch_tid"].notna().all()
+    assert (rep.ops["launch_api"] == "myOwnLaunch").sum() == 150
+    assert len(rep.attribution) == len(read_nsys(SQLITE).attribution)
 
 
 def test_start_end_ranges_domains_and_graph_activity(tmp_path: Path) -> None:

@@ -49,6 +49,8 @@ _PID_SHIFT = 24
 # An NVTX range never closed (the program ended inside it) lasts to the end of time.
 _OPEN_END = np.iinfo(np.int64).max
 
+OP_KINDS = ("kernel", "memcpy", "memset", "graph")
+RANGE_KINDS = ("pushpop", "startend")
 OP_COLUMNS = [
     "op_id", "kind", "name", "start_ns", "end_ns", "duration_ns", "device_id", "context_id",
     "stream_id", "correlation_id", "global_pid", "launch_tid", "launch_api", "bytes",
@@ -81,8 +83,13 @@ class NsysReport:
         return not self.ranges.empty
 
 
-def read_nsys(path: str | Path) -> NsysReport:
-    """Read an nsys ``.sqlite`` export; raise InputNotFound / ReportParseError on bad input."""
+def read_nsys(path: str | Path, *, detail: bool = True) -> NsysReport:
+    """Read an nsys ``.sqlite`` export; raise InputNotFound / ReportParseError on bad input.
+
+    ``detail=False`` reads only what timing and attribution need (kind, times, correlation,
+    launch thread and time; range names, kinds and threads): ops' names, shapes, streams and
+    API names are then NA. It is about twice as fast on large captures (docs/inspect-speed.md).
+    """
     p = Path(path)
     with _open(p) as con:
         try:
@@ -93,8 +100,8 @@ def read_nsys(path: str | Path) -> NsysReport:
                     f"or NVTX_EVENTS table); {REEXPORT}"
                 )
             strings = _Strings(con, tables)
-            ops = _read_ops(con, tables, strings)
-            ranges = _read_ranges(con, tables, strings)
+            ops = _read_ops(con, tables, strings, detail)
+            ranges = _read_ranges(con, tables, detail)
             meta = _read_meta(con, tables)
         except sqlite3.DatabaseError as exc:
             raise ReportParseError(
@@ -135,32 +142,37 @@ def _query(
 ) -> pd.DataFrame:
     """``SELECT exprs... rest`` as a frame, fast: exports hold millions of rows of integers.
 
-    pandas.read_sql converts value by value; here integer NULLs become a sentinel in SQL, each
-    column becomes an int64 array in one numpy call, and the sentinel becomes NA (Int64). Columns
-    named in ``text`` stay Python objects; an integer column that holds text after all (old
-    exports stored names inline) is kept as objects too.
+    pandas.read_sql converts value by value; here integer NULLs become a sentinel in SQL, the rows
+    become one numpy matrix in one call (int64, or objects when ``text`` names text columns),
+    and the sentinel becomes NA (Int64). An integer column that holds text after all (old
+    exports stored names inline) stays objects.
     """
-    select = ", ".join(
-        f"{e} AS [{a}]" if a in text else f"IFNULL({e}, {_NULL}) AS [{a}]" for a, e in exprs.items()
-    )
-    rows = con.execute(f"SELECT {select} {rest}").fetchall()
     names = list(exprs)
+    select = ", ".join(exprs[a] if a in text else f"IFNULL({exprs[a]}, {_NULL})" for a in names)
+    rows = con.execute(f"SELECT {select} {rest}").fetchall()
     if not rows:
         return pd.DataFrame({a: pd.Series(dtype=object if a in text else "Int64") for a in names})
+    try:
+        matrix = np.array(rows, dtype=object if text else np.int64).reshape(len(rows), len(names))
+    except (TypeError, ValueError, OverflowError):
+        matrix = np.array(rows, dtype=object).reshape(len(rows), len(names))
+    del rows
     out: dict[str, Any] = {}
-    for a, values in zip(names, zip(*rows, strict=True), strict=True):
+    for i, a in enumerate(names):
+        col = matrix[:, i]
         if a in text:
-            out[a] = np.array(values, dtype=object)
+            out[a] = col
             continue
-        try:
-            col = np.array(values, dtype=np.int64)
-        except (TypeError, ValueError, OverflowError):
-            col_obj = np.array(values, dtype=object)
-            col_obj[col_obj == _NULL] = None
-            out[a] = col_obj
-            continue
+        if col.dtype == object:
+            try:
+                col = col.astype(np.int64)
+            except (TypeError, ValueError, OverflowError):
+                col = col.copy()
+                col[col == _NULL] = None
+                out[a] = col
+                continue
         null = col == _NULL
-        out[a] = pd.arrays.IntegerArray(col, null) if null.any() else col
+        out[a] = pd.arrays.IntegerArray(np.ascontiguousarray(col), null) if null.any() else col
     return pd.DataFrame(out)
 
 
@@ -187,23 +199,27 @@ class _Strings:
         return ids.map(table)
 
 
-def _read_ops(con: sqlite3.Connection, tables: set[str], strings: _Strings) -> pd.DataFrame:
+def _read_ops(con: sqlite3.Connection, tables: set[str], strings: _Strings, detail: bool) -> pd.DataFrame:
     present = [
         (t, k) for t, k in ((KERNEL, "kernel"), (MEMCPY, "memcpy"), (MEMSET, "memset"), (GRAPH, "graph"))
     ]
-    parts = [_read_activity(con, t, k, strings) for t, k in present if t in tables]
+    parts = [_read_activity(con, t, k, strings, detail) for t, k in present if t in tables]
     parts = [p for p in parts if not p.empty]
     if not parts:
         return _empty(OP_COLUMNS)
     ops = pd.concat(parts, ignore_index=True)
-    ops = _join_launches(con, tables, ops, [t for t, _ in present if t in tables], strings)
+    # Categorical: millions of rows, four values, compared often.
+    ops["kind"] = pd.Categorical(ops["kind"], categories=OP_KINDS)
+    ops = _join_launches(con, tables, ops, strings, detail)
     ops = ops.sort_values(["start_ns", "end_ns", "kind"], kind="stable", ignore_index=True)
     ops["op_id"] = np.arange(len(ops), dtype=np.int64)
     ops["duration_ns"] = ops["end_ns"] - ops["start_ns"]
     return ops[OP_COLUMNS]
 
 
-def _read_activity(con: sqlite3.Connection, table: str, kind: str, strings: _Strings) -> pd.DataFrame:
+def _read_activity(
+    con: sqlite3.Connection, table: str, kind: str, strings: _Strings, detail: bool
+) -> pd.DataFrame:
     cols = _columns(con, table)
     if not {"start", "end"} <= cols:
         return _empty(OP_COLUMNS)
@@ -216,22 +232,39 @@ def _read_activity(con: sqlite3.Connection, table: str, kind: str, strings: _Str
     }  # fmt: skip
     if name_col:
         wanted["_name"] = name_col
+    if not detail:
+        wanted = {
+            a: c for a, c in wanted.items() if a in ("start_ns", "end_ns", "correlation_id", "global_pid")
+        }
     # Only columns this export has: fewer columns to fetch, and old schemas lack some.
     exprs = {alias: f"[{c}]" for alias, c in wanted.items() if c in cols}
-    if {"gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ"} <= cols:
+    if detail and {"gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ"} <= cols:
         # Launch shape packed in one integer per triple (y, z < 2^16, x < 2^31): fewer columns.
         exprs["_grid"] = "(gridX << 32) | (gridY << 16) | gridZ"
         exprs["_block"] = "(blockX << 32) | (blockY << 16) | blockZ"
+    single_pid = None
+    if "global_pid" in exprs:
+        # One process (the usual case): a cheap scan in SQLite saves a column of Python ints.
+        lo, hi = con.execute(f"SELECT MIN(globalPid), MAX(globalPid) FROM [{table}]").fetchone()
+        if lo is not None and lo == hi:
+            single_pid = int(lo)
+            del exprs["global_pid"]
     df = _query(con, exprs, f"FROM [{table}] WHERE start IS NOT NULL AND end IS NOT NULL")
     if df.empty:
         return _empty(OP_COLUMNS)
-    for alias in [*wanted, "_grid", "_block"]:
+    if single_pid is not None:
+        df["global_pid"] = np.full(len(df), single_pid, dtype=np.int64)
+    needed = ["device_id", "context_id", "stream_id", "bytes", "graph_node_id", "_short", "_copy_kind"]
+    for alias in [*wanted, *needed, "_graph_id", "_name", "_grid", "_block"]:
         if alias not in df:
             df[alias] = pd.NA
     df["kind"] = kind
-    df["name"] = _op_names(con, df, kind, strings)
-    df["short_name"] = strings.lookup(df["_short"]) if kind == "kernel" else df["name"]
-    if kind == "kernel" and df["_grid"].notna().any():
+    if detail:
+        df["name"] = _op_names(con, df, kind, strings)
+        df["short_name"] = strings.lookup(df["_short"]) if kind == "kernel" else df["name"]
+    else:
+        df["name"] = df["short_name"] = pd.NA
+    if detail and kind == "kernel" and df["_grid"].notna().any():
         df["grid"] = _xyz(df["_grid"])
         df["block"] = _xyz(df["_block"])
     else:
@@ -248,7 +281,7 @@ def _read_activity(con: sqlite3.Connection, table: str, kind: str, strings: _Str
         "bytes",
         "graph_node_id",
     ):
-        df[c] = df[c].astype("Int64")
+        df[c] = _int64_or_na(df[c])
     df["op_id"] = 0
     df["duration_ns"] = 0
     for c in ("launch_tid", "launch_start_ns", "launch_api"):
@@ -265,7 +298,7 @@ _LAUNCH_API_PATTERNS = (
 
 
 def _join_launches(
-    con: sqlite3.Connection, tables: set[str], ops: pd.DataFrame, activity: list[str], strings: _Strings
+    con: sqlite3.Connection, tables: set[str], ops: pd.DataFrame, strings: _Strings, detail: bool
 ) -> pd.DataFrame:
     """Add the CUDA API call that launched each op: its thread, start time and name.
 
@@ -278,60 +311,64 @@ def _join_launches(
     rcols = _columns(con, RUNTIME) if RUNTIME in tables else set()
     if not {"correlationId", "globalTid", "start"} <= rcols:
         return ops
-    api = "nameId" if "nameId" in rcols else "NULL"
-    exprs = {
-        "correlation_id": "correlationId",
-        "launch_tid": "globalTid",
-        "launch_start_ns": "start",
-        "_api": api,
-    }
+    exprs = {"correlation_id": "correlationId", "launch_tid": "globalTid", "launch_start_ns": "start"}
+    if detail and "nameId" in rcols:
+        exprs["_api"] = "nameId"
     ops = ops.drop(columns=["launch_tid", "launch_start_ns", "launch_api"])
-    ops["_pid"] = np.right_shift(ops["global_pid"].fillna(-1).to_numpy(dtype=np.int64), _PID_SHIFT)
-    found = []
-    launch_names = []
-    if api != "NULL" and "StringIds" in tables:
+    calls = pd.DataFrame({c: pd.Series(dtype="Int64") for c in exprs})
+    if "nameId" in rcols and "StringIds" in tables:
         where = " OR ".join("value LIKE ?" for _ in _LAUNCH_API_PATTERNS)
-        launch_names = [
+        names = [
             int(i) for (i,) in con.execute(f"SELECT id FROM StringIds WHERE {where}", _LAUNCH_API_PATTERNS)
         ]
-    if launch_names:
-        found.append(
-            _query(con, exprs, f"FROM {RUNTIME} WHERE nameId IN ({','.join(map(str, launch_names))})")
-        )
-    missing = _unmatched(ops, found)
-    if len(missing):
-        ids = ",".join(str(int(c)) for c in missing)
-        found.append(_query(con, exprs, f"FROM {RUNTIME} WHERE correlationId IN ({ids})"))
-    calls = pd.concat([f for f in found if not f.empty] or [pd.DataFrame()], ignore_index=True)
-    if calls.empty:
-        ops[["launch_tid", "launch_start_ns", "launch_api"]] = pd.NA
-        return ops.drop(columns="_pid")
-    calls["_pid"] = np.right_shift(calls["launch_tid"].to_numpy(dtype=np.int64), _PID_SHIFT)
-    # One launch per (process, correlationId), should an export ever repeat one.
-    calls = calls.drop_duplicates(["_pid", "correlation_id"], keep="first")
-    calls["launch_api"] = _strip_api_version(strings.lookup(calls["_api"]))
-    calls["correlation_id"] = calls["correlation_id"].astype("Int64")
-    merged = ops.merge(
-        calls[["_pid", "correlation_id", "launch_tid", "launch_start_ns", "launch_api"]],
-        on=["_pid", "correlation_id"],
-        how="left",
-    )
-    for c in ("launch_tid", "launch_start_ns"):
-        merged[c] = merged[c].astype("Int64")
-    return merged.drop(columns="_pid")
+        if names:
+            calls = _query(con, exprs, f"FROM {RUNTIME} WHERE nameId IN ({','.join(map(str, names))})")
+    merged = _merge_launches(ops, calls, strings)
+    missing = merged["launch_tid"].isna() & merged["correlation_id"].notna()
+    if missing.any():
+        ids = ",".join(str(int(c)) for c in pd.unique(merged.loc[missing, "correlation_id"]))
+        more = _query(con, exprs, f"FROM {RUNTIME} WHERE correlationId IN ({ids})")
+        if not more.empty:
+            merged = _merge_launches(ops, pd.concat([calls, more], ignore_index=True), strings)
+    return merged
 
 
-def _unmatched(ops: pd.DataFrame, found: list[pd.DataFrame]) -> np.ndarray:
-    """Distinct correlationIds of ops that no call in ``found`` matches (same process)."""
-    have = pd.concat([f for f in found if not f.empty] or [pd.DataFrame()], ignore_index=True)
-    corr = ops["correlation_id"]
-    if have.empty:
-        return np.unique(corr.dropna().to_numpy(dtype=np.int64))
-    have_pid = np.right_shift(have["launch_tid"].to_numpy(dtype=np.int64), _PID_SHIFT)
-    keys = pd.MultiIndex.from_arrays([have_pid, have["correlation_id"].to_numpy(dtype=np.int64)])
-    mine = corr.notna()
-    want = pd.MultiIndex.from_arrays([ops.loc[mine, "_pid"].to_numpy(), corr[mine].to_numpy(dtype=np.int64)])
-    return np.unique(corr[mine][~want.isin(keys)].to_numpy(dtype=np.int64))
+def _merge_launches(ops: pd.DataFrame, calls: pd.DataFrame, strings: _Strings) -> pd.DataFrame:
+    """Ops with the columns of their launch call, matched on correlationId within one process.
+
+    A sorted-array join (numpy searchsorted) on one int64 key, process code << 32 | correlationId
+    (CUPTI correlation ids are 32-bit): several times faster than a DataFrame merge at 10^6 rows.
+    Should an export repeat a (process, correlationId), the first call wins.
+    """
+    ops_pid = np.right_shift(ops["global_pid"].fillna(-1).to_numpy(dtype=np.int64), _PID_SHIFT)
+    call_pid = np.right_shift(calls["launch_tid"].fillna(-1).to_numpy(dtype=np.int64), _PID_SHIFT)
+    both = np.concatenate([ops_pid, call_pid])
+    if both.size and both.min() == both.max():
+        ops_code, call_code = np.zeros(len(ops), np.int64), np.zeros(len(calls), np.int64)
+    else:
+        codes, _ = pd.factorize(both)
+        ops_code, call_code = codes[: len(ops)].astype(np.int64), codes[len(ops) :].astype(np.int64)
+    op_corr = ops["correlation_id"].fillna(-1).to_numpy(dtype=np.int64)
+    call_corr = calls["correlation_id"].fillna(-1).to_numpy(dtype=np.int64)
+    op_key = np.where(op_corr >= 0, (ops_code << 32) | (op_corr & 0xFFFFFFFF), -1)
+    call_key = np.where(call_corr >= 0, (call_code << 32) | (call_corr & 0xFFFFFFFF), -2)
+    order = np.argsort(call_key, kind="stable")
+    sorted_keys = call_key[order]
+    pos = np.minimum(np.searchsorted(sorted_keys, op_key, side="left"), max(len(order) - 1, 0))
+    hit = (sorted_keys[pos] == op_key) if len(order) else np.zeros(len(ops), dtype=bool)
+    row = order[pos] if len(order) else pos
+    out = ops.copy()
+    for src, dst in (("launch_tid", "launch_tid"), ("launch_start_ns", "launch_start_ns")):
+        values = calls[src].fillna(0).to_numpy(dtype=np.int64)
+        out[dst] = pd.arrays.IntegerArray(values[row] if len(order) else np.zeros(len(ops), np.int64), ~hit)
+    if "_api" in calls and len(order):
+        api = _strip_api_version(strings.lookup(calls["_api"])).to_numpy(dtype=object)
+        picked = api[row]
+        picked[~hit] = None
+        out["launch_api"] = picked
+    else:
+        out["launch_api"] = None
+    return out
 
 
 def _op_names(con: sqlite3.Connection, df: pd.DataFrame, kind: str, strings: _Strings) -> pd.Series:
@@ -375,6 +412,16 @@ def _xyz(packed: pd.Series) -> pd.Series:
     return pd.Series(text[codes], index=packed.index, dtype=object)  # code -1 (missing) -> None
 
 
+def _int64_or_na(col: pd.Series) -> pd.Series | pd.arrays.IntegerArray:
+    """``col`` as Int64 (nullable), cheaply when it is already int64 or entirely missing."""
+    if col.dtype == np.int64 or col.dtype == "Int64":
+        return col
+    if col.isna().all():
+        n = len(col)
+        return pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
+    return col.astype("Int64")
+
+
 def _empty(columns: list[str]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
 
@@ -388,7 +435,7 @@ def _event_types(con: sqlite3.Connection, tables: set[str]) -> dict[str, int]:
     return types
 
 
-def _read_ranges(con: sqlite3.Connection, tables: set[str], strings: _Strings) -> pd.DataFrame:
+def _read_ranges(con: sqlite3.Connection, tables: set[str], detail: bool) -> pd.DataFrame:
     if NVTX not in tables:
         return _empty(RANGE_COLUMNS)
     cols = _columns(con, NVTX)
@@ -407,15 +454,20 @@ def _read_ranges(con: sqlite3.Connection, tables: set[str], strings: _Strings) -
         return f"e.[{name}]" if name in cols else "NULL"
 
     exprs = {
-        "_row": "e.rowid", "start_ns": "e.start", "end_ns": col("end"), "_type": "e.eventType", "name": text,
+        "start_ns": "e.start", "end_ns": col("end"), "_type": "e.eventType", "name": text,
         "global_tid": col("globalTid"), "end_global_tid": col("endGlobalTid"), "domain_id": col("domainId"),
     }  # fmt: skip
+    if not detail:
+        del exprs["end_global_tid"]
     ev = _query(
         con,
         exprs,
-        f"FROM {NVTX} e{join} WHERE e.eventType IN ({pushpop}, {startend}, {domain_create})",
+        f"FROM {NVTX} e{join} WHERE e.eventType IN ({pushpop}, {startend}, {domain_create}) ORDER BY e.rowid",
         text=frozenset({"name"}),
     )
+    ev["_row"] = np.arange(len(ev))  # rowid order: the order nsys wrote the events in
+    if "end_global_tid" not in ev:
+        ev["end_global_tid"] = _int64_or_na(pd.Series(pd.NA, index=ev.index))
     ev["domain_id"] = ev["domain_id"].fillna(0).astype(np.int64)
     ev["global_tid"] = ev["global_tid"].astype("Int64")
     ev["_pid"] = np.right_shift(ev["global_tid"].fillna(0).to_numpy(dtype=np.int64), _PID_SHIFT)
@@ -431,7 +483,9 @@ def _read_ranges(con: sqlite3.Connection, tables: set[str], strings: _Strings) -
     ev["domain"] = ev["domain"].fillna(ev["domain_id"].map(by_id))
     ev.loc[ev["domain_id"] == 0, "domain"] = None
     ev["name"] = ev["name"].fillna("")
-    ev["kind"] = np.where(ev["_type"] == pushpop, "pushpop", "startend")
+    ev["kind"] = pd.Categorical(
+        np.where(ev["_type"] == pushpop, "pushpop", "startend"), categories=RANGE_KINDS
+    )
     ev["start_ns"] = ev["start_ns"].astype(np.int64)
     ev["end_ns"] = ev["end_ns"].astype("Int64")
     ev["end_global_tid"] = ev["end_global_tid"].astype("Int64")
@@ -544,8 +598,20 @@ def attribute(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
         containing(pts, startend, point_key="op_id", interval_key="range_id", group="pid"),
     ]
     out = pd.concat([p for p in parts if not p.empty] or [empty], ignore_index=True)
-    out = out.astype({"op_id": np.int64, "range_id": np.int64})
-    return out.sort_values(["op_id", "range_id"], ignore_index=True)
+    op = out["op_id"].to_numpy(dtype=np.int64)
+    rid = out["range_id"].to_numpy(dtype=np.int64)
+    order = np.lexsort((rid, op))
+    return pd.DataFrame({"op_id": op[order], "range_id": rid[order]})
+
+
+def _with_ops(attribution: pd.DataFrame, ops: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """``attribution`` with ``cols`` of each op; by position when op_id is the row number (as
+    read_nsys makes it), which is much cheaper than a merge on millions of rows."""
+    ids = attribution["op_id"].to_numpy(dtype=np.int64)
+    if np.array_equal(ops["op_id"].to_numpy(), np.arange(len(ops))):
+        picked = ops[cols].take(ids).reset_index(drop=True)
+        return pd.concat([attribution.reset_index(drop=True), picked], axis=1)
+    return attribution.merge(ops[["op_id", *cols]], on="op_id", how="inner")
 
 
 def summarize_by_range(report: NsysReport) -> pd.DataFrame:
@@ -558,8 +624,7 @@ def summarize_by_range(report: NsysReport) -> pd.DataFrame:
     ranges = report.ranges
     if ranges.empty:
         return _empty(SUMMARY_COLUMNS)
-    cols = ["op_id", "kind", "start_ns", "end_ns", "duration_ns"]
-    att = report.attribution.merge(report.ops[cols], on="op_id", how="inner")
+    att = _with_ops(report.attribution, report.ops, ["kind", "start_ns", "end_ns", "duration_ns"])
     for kind in ("kernel", "memcpy", "memset"):
         att[kind] = (att["kind"] == kind).astype(np.int64)
     per_inst = att.groupby("range_id").agg(
