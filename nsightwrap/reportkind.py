@@ -1,7 +1,7 @@
 """What kind of report a file is, from its first bytes (the extension is only a last hint).
 
-Users rename files and tools write CSV to ``.txt``: the content decides. Only the nsys report
-formats (``.nsys-rep``, ``.qdstrm``) are opaque and recognised by extension.
+Users rename files and tools write CSV to ``.txt``: the content decides. Only a raw nsys capture
+(``.qdstrm``) is recognised by its extension alone.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ class ReportKind(str, Enum):
 # ncu .ncu-rep files start with "NVR\0".
 _NCU_MAGIC = b"NVR\x00"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+# .nsys-rep (and the older .qdrep) files open with this banner.
+_NSYS_MAGIC = b"NVIDIA Tegra Profiler Report"
 
 
 def detect(path: str | Path) -> ReportKind:
@@ -75,6 +77,8 @@ def _from_content(head: bytes, p: Path) -> ReportKind | None:
         return ReportKind.NSYS_SQLITE
     if head.startswith(_NCU_MAGIC):
         return ReportKind.NCU_REP
+    if head.startswith(_NSYS_MAGIC):
+        return ReportKind.NSYS_REP
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
     stripped = text.lstrip()
     if stripped.startswith("<?xml") or stripped.startswith("<!DOCTYPE") or stripped.startswith("<"):

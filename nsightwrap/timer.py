@@ -654,6 +654,8 @@ def _measure(
 
 #: Shortest measured window (ns) the on-GPU clock probe can time to about 1%.
 PROBE_MIN_WINDOW_NS = 20_000.0
+#: How long (s) the main stream waits before fn so that the probe's spin is resident first.
+PROBE_LEAD_S = 2e-6
 
 
 def _probe_clock(
@@ -669,7 +671,7 @@ def _probe_clock(
 
     The spin must be resident before fn's blocks fill the SMs (a kernel that fills every thread
     slot would otherwise delay its start and the clock would read low), so the main stream waits
-    a 2 us spin of its own before fn. A rep counts only if the spin ended before fn did.
+    a short spin of its own (PROBE_LEAD_S) before fn. A rep counts only if the spin ended before fn did.
     """
     if not gpu.has_sleep or window_ns < PROBE_MIN_WINDOW_NS or not method.get("hold_queue"):
         method["clock_probe"] = "skipped: needs torch.cuda._sleep, a held queue and a window >= 20 us"
@@ -677,7 +679,7 @@ def _probe_clock(
     torch = gpu.torch
     main = torch.cuda.current_stream()
     side = torch.cuda.Stream()
-    lead_cycles = int(2e-6 * gpu.max_sm_hz)
+    lead_cycles = int(PROBE_LEAD_S * gpu.max_sm_hz)
     cycles = lead_cycles + int(0.6 * window_ns * 1e-9 * gpu.max_sm_hz)
     empty_ns = gpu.measure_empty_window()
     clocks: list[float] = []

@@ -23,6 +23,7 @@ from nsightwrap.tools import known_locations
 ROOT = Path(__file__).resolve().parent.parent
 REF = ROOT / "fixtures" / "reference" / "h200-workload"
 SQLITE = REF / "workload.sqlite"
+SCEN = ROOT / "fixtures" / "captures" / "scenarios"
 FAKE_NSYS = Path(__file__).resolve().parent / "fake_nsys.py"
 
 
@@ -141,6 +142,9 @@ def test_detect_by_content(tmp_path: Path) -> None:
     renamed = tmp_path / "capture.txt"
     shutil.copy(SQLITE, renamed)
     assert detect(renamed) is ReportKind.NSYS_SQLITE  # content, not extension
+    real_rep = tmp_path / "capture.bin"
+    shutil.copy(SCEN / "scenarios.nsys-rep", real_rep)
+    assert detect(real_rep) is ReportKind.NSYS_REP  # by its banner
     (tmp_path / "r.nsys-rep").write_bytes(b"\x00\x01binary")
     assert detect(tmp_path / "r.nsys-rep") is ReportKind.NSYS_REP
     (tmp_path / "r.qdstrm").write_bytes(b"\x00\x01binary")
@@ -271,3 +275,23 @@ def test_nsys_rep_without_nsys(
         return  # an nsys installed at its usual place would be found: the PATH case is moot here
     code, _, err = cli(capsys, str(rep))
     assert code == 3 and "nsys not found" in err and "--nsys" in err
+
+
+@pytest.mark.gpu
+def test_real_nsys_exports_the_scenario_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """With a working nsys (the H200 machine: see DEVICE notes for libdw), the real export of
+    scenarios.nsys-rep reads like the shipped scenarios.sqlite."""
+    from nsightwrap.tools import find_tool
+
+    try:
+        find_tool("nsys")
+    except Exception:
+        pytest.skip("nsys not installed")
+    rep = tmp_path / "scenarios.nsys-rep"
+    shutil.copy(SCEN / "scenarios.nsys-rep", rep)
+    code, out, err = cli(capsys, str(rep), "--by", "range", "--format", "json")
+    assert code == 0, err
+    got = {r["range"]: (r["ops"], r["span_ns"]) for r in json.loads(out)}
+    code, out, _ = cli(capsys, str(SCEN / "scenarios.sqlite"), "--by", "range", "--format", "json")
+    assert got == {r["range"]: (r["ops"], r["span_ns"]) for r in json.loads(out)}
+    assert rep.with_suffix(".sqlite").is_file()

@@ -276,3 +276,100 @@ def test_start_end_ranges_domains_and_graph_activity(tmp_path: Path) -> None:
     assert s.loc["scenario:whole_A", "gpu_time_ns"] == s.loc["mm_small", "gpu_time_ns"] + 5000
     # Push/pop ranges are per thread: the worker's launch is not in mm_small/iter0.
     assert s.loc["mm_small/mm_small/iter0", "ops"] == 1
+
+
+# --- scenario captures: start/end ranges in a domain, threads, streams, copies, CUDA graphs -----
+
+SCEN = SQLITE.parent.parent.parent / "captures" / "scenarios"
+
+
+@pytest.fixture(scope="module")
+def scen() -> NsysReport:
+    return read_nsys(SCEN / "scenarios.sqlite")
+
+
+def _csv(name: str) -> list[dict[str, str]]:
+    import csv
+
+    with (SCEN / name).open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_scenario_ops_match_nsys_gpu_trace(scen: NsysReport) -> None:
+    # `nsys stats --report cuda_gpu_trace`: one row per GPU op, written by nsys itself.
+    trace = {
+        (int(r["CorrId"]), int(r["Start (ns)"])): int(r["Duration (ns)"])
+        for r in _csv("stats_cuda_gpu_trace.csv")
+    }
+    ours = {
+        (int(c), int(s)): int(d)
+        for c, s, d in zip(
+            scen.ops["correlation_id"], scen.ops["start_ns"], scen.ops["duration_ns"], strict=True
+        )
+    }
+    assert ours == trace
+    assert scen.ops["launch_tid"].notna().all()
+
+
+def test_scenario_ranges_match_nsys_projection(scen: NsysReport) -> None:
+    # `nsys stats --report nvtx_gpu_proj_trace` projects push/pop ranges onto the GPU ops their
+    # thread launched: its projected duration is our span (first op start to last op end).
+    summary = summarize_by_range(scen).set_index("range")
+    proj = [r for r in _csv("stats_nvtx_gpu_proj_trace.csv") if r["Style"] == "PushPop"]
+    parent = {r["RangeId"]: r["Name"] for r in proj}
+    checked = 0
+    for r in proj:
+        # nsys names a nested range by its own name; ours is the full path.
+        path = r["Name"].lstrip(":")
+        if r["ParentId"]:
+            _, name = r["Name"].split(":", 1)
+            path = f"{parent[r['ParentId']]}/{name}"
+        row = summary.loc[path]
+        assert row["span_ns"] == int(r["Projected Duration (ns)"]), path
+        if "graph_replay" not in path:
+            # nsys counts a graph launch as one op; we count the kernels of each traced node.
+            assert row["ops"] == int(r["NumGPUOps"]), path
+        checked += 1
+    assert checked == 8
+
+
+def test_scenario_threads_streams_copies_and_graph_nodes(scen: NsysReport) -> None:
+    s = summarize_by_range(scen).set_index("range")
+    copies = s.loc["nsightwrap:copies/iter0"]
+    assert (copies["memcpy"], copies["memset"], copies["kernels"]) == (2, 1, 0)
+    a = scen.attribution.merge(scen.ops, on="op_id").merge(scen.ranges[["range_id", "path"]], on="range_id")
+    names = set(a.loc[a["path"] == "nsightwrap:copies/iter0", "name"])
+    assert names == {"[CUDA memcpy Host-to-Device]", "[CUDA memcpy Device-to-Device]", "[CUDA memset]"}
+    gemms = a[(a["path"] == "nsightwrap:two_streams/iter0") & (a["kind"] == "kernel")]
+    assert len(gemms) == 2 and gemms["stream_id"].nunique() == 2
+    graph = a[a["path"] == "nsightwrap:graph_replay/iter0"]
+    assert len(graph) == 6 and graph["graph_node_id"].notna().all()
+    assert set(graph["launch_api"]) == {"cudaGraphLaunch"} and graph["correlation_id"].nunique() == 2
+    # The worker thread's kernels are in its own push/pop range, not in the main thread's.
+    main_tid = int(scen.ranges.set_index("path").loc["nsightwrap:threaded", "global_tid"])
+    worker = a[a["path"] == "worker_range"]
+    assert len(worker) == 3 and (worker["launch_tid"] != main_tid).all()
+    assert s.loc["nsightwrap:threaded", "ops"] == 1
+
+
+def test_scenario_start_end_ranges_span_threads(scen: NsysReport) -> None:
+    se = scen.ranges[scen.ranges["kind"] == "startend"].set_index("path")
+    assert sorted(se.index) == ["scenario:startend_A", "scenario:startend_B"]
+    assert set(se["domain"]) == {"scenario"} and set(se["depth"]) == {0}
+    a_range = se.loc["scenario:startend_A"]
+    assert a_range["end_global_tid"] != a_range["global_tid"]  # ended on the worker thread
+    s = summarize_by_range(scen).set_index("range")
+    # Start/end ranges take ops launched on any thread: main's cos, the worker's three ops.
+    assert s.loc["scenario:startend_A", "ops"] == 4
+    assert s.loc["scenario:startend_B", "ops"] == 4
+
+
+def test_scenario_whole_graph_tracing(tmp_path: Path) -> None:
+    rep = read_nsys(SCEN / "scenarios_graph.sqlite")
+    graphs = rep.ops[rep.ops["kind"] == "graph"]
+    assert graphs[["name", "launch_api"]].drop_duplicates().values.tolist() == [
+        ["[CUDA graph 1]", "cudaGraphLaunch"]
+    ]
+    assert graphs["duration_ns"].tolist() == [7584, 6816]
+    row = summarize_by_range(rep).set_index("range").loc["nsightwrap:graph_replay/iter0"]
+    assert (row["ops"], row["graphs"], row["kernels"], row["gpu_time_ns"]) == (2, 2, 0, 7584 + 6816)

@@ -53,10 +53,16 @@ def write_frame(
 
 def _flat(frame: pd.DataFrame) -> pd.DataFrame:
     """Tuples (ncu's list of NVTX paths) as ``;``-joined text, for CSV."""
-    out = frame.copy()
-    for c in out.columns:
-        if out[c].dtype == object and out[c].map(lambda v: isinstance(v, tuple | list)).any():
-            out[c] = out[c].map(lambda v: ";".join(map(str, v)) if isinstance(v, tuple | list) else v)
+    out = frame
+    for c in frame.columns:
+        if frame[c].dtype != object:
+            continue
+        first = frame[c].dropna().head(1)
+        # A column holds tuples throughout or not at all: its first value tells.
+        if len(first) and isinstance(first.iloc[0], tuple | list):
+            if out is frame:
+                out = frame.copy()
+            out[c] = frame[c].map(lambda v: ";".join(map(str, v)) if isinstance(v, tuple | list) else v)
     return out
 
 

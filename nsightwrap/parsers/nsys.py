@@ -62,7 +62,7 @@ RANGE_COLUMNS = [
 ]  # fmt: skip
 SUMMARY_COLUMNS = [
     "range", "ops", "kernels", "memcpy", "memset", "gpu_time_ns", "busy_ns", "span_ns",
-    "instances", "domain", "depth",
+    "instances", "graphs", "domain", "depth",
 ]  # fmt: skip
 
 
@@ -625,18 +625,19 @@ def summarize_by_range(report: NsysReport) -> pd.DataFrame:
     if ranges.empty:
         return _empty(SUMMARY_COLUMNS)
     att = _with_ops(report.attribution, report.ops, ["kind", "start_ns", "end_ns", "duration_ns"])
-    for kind in ("kernel", "memcpy", "memset"):
+    for kind in OP_KINDS:
         att[kind] = (att["kind"] == kind).astype(np.int64)
     per_inst = att.groupby("range_id").agg(
         ops=("op_id", "size"),
         kernels=("kernel", "sum"),
         memcpy=("memcpy", "sum"),
         memset=("memset", "sum"),
+        graphs=("graph", "sum"),
         gpu_time_ns=("duration_ns", "sum"),
     )
     per_inst = per_inst.join(union_by_group(att, "range_id")).join(span_by_group(att, "range_id"))
     inst = ranges[["range_id", "path", "domain", "depth", "start_ns"]].set_index("range_id").join(per_inst)
-    counts = ["ops", "kernels", "memcpy", "memset", "gpu_time_ns", "busy_ns", "span_ns"]
+    counts = ["ops", "kernels", "memcpy", "memset", "graphs", "gpu_time_ns", "busy_ns", "span_ns"]
     inst[counts] = inst[counts].fillna(0).astype(np.int64)
     out = inst.groupby("path", sort=False).agg(
         **{c: (c, "sum") for c in counts},
