@@ -116,6 +116,18 @@ def test_ncu_report_by_range(capsys: pytest.CaptureFixture[str]) -> None:
     assert not any(r.startswith("copy_1g") for r in by)
 
 
+def test_nvidia_smi_files(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli(capsys, str(REF / "nvidia-smi-q-x.xml"), "--format", "json")
+    assert code == 0
+    info = {r["field"]: r["value"] for r in json.loads(out)}
+    assert info["name"] == "NVIDIA H200" and info["clocks.sm_hz"] == 1.98e9
+    assert info["clock_event_reasons"] == ["gpu_idle"]
+    code, out, _ = cli(capsys, str(REF / "smi_samples.csv"), "--format", "csv")
+    assert code == 0
+    lines = (REF / "smi_samples.csv").read_text().strip().splitlines()
+    assert len(out.strip().splitlines()) == len(lines)  # header + one row per sample
+
+
 def test_timer_sidecar(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     side = tmp_path / "timer-1.json"
     bench = {"name": "mm_small", "n": 20, "median_ns": 17312, "min_ns": 16640, "mean_ns": 30000,

@@ -88,7 +88,7 @@ def read_nsys(path: str | Path, *, detail: bool = True) -> NsysReport:
 
     ``detail=False`` reads only what timing and attribution need (kind, times, correlation,
     launch thread and time; range names, kinds and threads): ops' names, shapes, streams and
-    API names are then NA. It is about twice as fast on large captures (docs/inspect-speed.md).
+    API names are then NA. It reads large captures about a third faster.
     """
     p = Path(path)
     with _open(p) as con:
