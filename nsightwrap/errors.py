@@ -26,7 +26,7 @@ class NsightwrapError(Exception):
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         self.message = message
         self.hint = hint
-        super().__init__(f"{message} ({hint})" if hint else message)
+        super().__init__(f"{message}; {hint}" if hint else message)
 
 
 class UsageError(NsightwrapError):

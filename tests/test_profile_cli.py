@@ -192,7 +192,7 @@ def test_target_not_found_or_not_executable(tmp_path: Path, monkeypatch, capsys)
     assert r.code == 2 and "target script missing.py not found" in r.err
     (tmp_path / "prog").write_text("#!/bin/sh\necho hi\n")
     r = profile(capsys, "-o", "run", "--", "./prog", "--size", "1")
-    assert r.code == 2 and "target ./prog is not an executable file (chmod +x ./prog" in r.err
+    assert r.code == 2 and "target ./prog is not an executable file; chmod +x ./prog" in r.err
     r = profile(capsys, "-o", "run", "no-such-program-xyz")
     assert r.code == 2 and "target no-such-program-xyz not found on PATH" in r.err
     assert not (tmp_path / "run").exists()

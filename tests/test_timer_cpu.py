@@ -208,8 +208,8 @@ def test_no_torch_is_one_clear_error() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == (
-        "NoCudaError: nsightwrap.bench needs torch with CUDA, and torch is not installed "
-        "(install a CUDA build of torch)"
+        "NoCudaError: nsightwrap.bench needs torch with CUDA, and torch is not installed"
+        "; install a CUDA build of torch"
     )
     assert NoCudaError.exit_code == 2
 

@@ -5,27 +5,34 @@ fetched from the network. Every name goes through ``escape.html``."""
 from __future__ import annotations
 
 import io
+import math
 import shlex
 
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export.escape import html as esc
-from nsightwrap.model import BenchmarkResult, RunResult, Verdict
+from nsightwrap.model import BenchmarkResult, KernelTiming, RunResult, Verdict
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#222;max-width:1300px}
-table{border-collapse:collapse;margin:0.5em 0 1.5em 0;font-size:14px}
+table{border-collapse:collapse;margin:0.5em 0 1.5em 0;font-size:14px;font-variant-numeric:tabular-nums}
 th,td{border:1px solid #ccc;padding:4px 8px;text-align:right;vertical-align:top}
-th{background:#f3f3f3} td.l,th.l{text-align:left}
-td.name{text-align:left;font-family:ui-monospace,Menlo,monospace;word-break:break-all;max-width:520px}
+thead th{background:#f3f3f3} th.l,td.l{text-align:left}
+td.name{text-align:left;font-family:ui-monospace,Menlo,monospace}
+td.kernel{text-align:left;max-width:560px}
+td.kernel .full{display:block;font-family:ui-monospace,Menlo,monospace;font-size:12px;color:#555;overflow-wrap:anywhere}
+tr.flagrow td{background:#fdf0f0} tr.newiter td{border-top:2px solid #888}
 .flagged{color:#b00;font-weight:bold} .ok{color:#080} .other{color:#a60}
-.cause{margin:0.3em 0 0.8em 1em} .ev{color:#555;font-size:13px;font-family:ui-monospace,monospace}
-.charts{display:flex;flex-wrap:wrap;gap:12px} .chart{border:1px solid #ddd;padding:4px}
-code,pre{background:#f6f6f6;padding:2px 4px}
+.cause{margin:0.3em 0 0.8em 1em;padding-left:0.8em;border-left:3px solid #d88}
+.ev{color:#555;font-size:13px;font-family:ui-monospace,monospace;margin:0.2em 0}
+.ev span{white-space:nowrap;margin-right:1.2em;display:inline-block}
+table.kv th{background:none;text-align:left;font-weight:normal;color:#555} table.kv td{text-align:left}
+.charts{display:flex;flex-wrap:wrap;gap:12px} .chart{display:inline-block;border:1px solid #ddd;padding:4px}
+.notes li{margin:0.3em 0} code,pre{background:#f6f6f6;padding:2px 4px}
 """
-
 
 # One colour per source, the same in every chart even when a source is missing.
 _COLORS = {"timer": "#4c72b0", "ncu raw": "#dd8452", "ncu @ref": "#c44e52", "nsys kernels": "#55a868", "nsys busy": "#8172b3"}
+_VERDICT_COLOR = {Verdict.OK: "#080", Verdict.FLAGGED: "#b00"}
 
 
 def _svg(fig: object) -> str:
@@ -54,15 +61,31 @@ def _bar_chart(b: BenchmarkResult) -> str | None:
         ("nsys kernels", b.nsys.median_ns if b.nsys else None),
         ("nsys busy", b.nsys.busy_median_ns if b.nsys else None),
     ]
-    shown = [(k, v) for k, v in pairs if v is not None]
-    if not shown:
+    values = [v if v is not None and math.isfinite(v) else None for _, v in pairs]
+    known = [v for v in values if v is not None]
+    if not known:
         return None
+    top = max(known) / 1e3 or 1.0
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(3.6, 2.4))  # type: ignore[attr-defined]
-    ax.bar([k for k, _ in shown], [v / 1e3 for _, v in shown], color=[_COLORS[k] for k, _ in shown])
-    ax.set_ylabel("us (median per iteration)")
-    ax.set_title(f.label(b), fontsize=9)
-    ax.tick_params(axis="x", labelrotation=30)
+    # Horizontal bars, every source on its own row even when missing (labelled, not dropped),
+    # with the value written at the bar's end: the numbers are read, not guessed from an axis.
+    fig, ax = plt.subplots(figsize=(4.2, 1.9))  # type: ignore[attr-defined]
+    rows = range(len(pairs))
+    ax.barh(rows, [(v or 0.0) / 1e3 for v in values], color=[_COLORS[k] for k, _ in pairs], height=0.7)
+    for y, v in zip(rows, values, strict=True):
+        text = "no data" if v is None else f.time_ns(v)
+        ax.text((v or 0.0) / 1e3 + top * 0.02, y, text, va="center", fontsize=8, color="#333" if v is not None else "#999")
+    ax.set_yticks(list(rows), [k for k, _ in pairs])
+    ax.invert_yaxis()
+    ax.set_xlim(0, top * 1.45)
+    ax.set_xlabel("us, median per iteration")
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.set_title(
+        f"{f.label(b)}: {f.VERDICT_TEXT[b.verdict]}" + (f", ratio {f.ratio(b.ratio)}" if b.ratio is not None else ""),
+        fontsize=9,
+        loc="left",
+        color=_VERDICT_COLOR.get(b.verdict, "#a60"),
+    )
     svg = _svg(fig)
     plt.close(fig)  # type: ignore[attr-defined]
     return svg
@@ -83,18 +106,58 @@ def _clock_chart(result: RunResult) -> str | None:
     return svg
 
 
-def _table(head: list[str], rows: list[list[str]], left: int = 1) -> str:
+def _table(head: list[str], rows: list[list[str]], left: int = 1, row_class: list[str] | None = None) -> str:
+    """A table whose first ``left`` columns hold names (left-aligned); cells are already escaped."""
     th = "".join(f'<th class="l">{h}</th>' if i < left else f"<th>{h}</th>" for i, h in enumerate(head))
+    classes = row_class or [""] * len(rows)
     body = "".join(
-        "<tr>" + "".join(f'<td class="name">{c}</td>' if i < left else f"<td>{c}</td>" for i, c in enumerate(r)) + "</tr>"
-        for r in rows
+        (f'<tr class="{cls}">' if cls else "<tr>")
+        + "".join(f'<td class="name">{c}</td>' if i < left else f"<td>{c}</td>" for i, c in enumerate(r))
+        + "</tr>"
+        for r, cls in zip(rows, classes, strict=True)
     )
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _kv_table(items: list[tuple[str, str]]) -> str:
+    rows = "".join(f'<tr><th scope="row">{esc(k)}</th><td>{esc(v)}</td></tr>' for k, v in items)
+    return f"<table class='kv'><tbody>{rows}</tbody></table>"
 
 
 def _verdict(b: BenchmarkResult) -> str:
     cls = {Verdict.OK: "ok", Verdict.FLAGGED: "flagged"}.get(b.verdict, "other")
     return f'<span class="{cls}">{esc(f.VERDICT_TEXT[b.verdict])}</span>'
+
+
+def _kernel_cell(k: KernelTiming) -> str:
+    # The short name to scan by, then the full signature (template arguments tell kernels with
+    # one short name apart); "::" is where a long signature may break, never inside a word.
+    full = esc(k.kernel).replace("::", "::<wbr>")
+    if k.kernel == k.kernel_short:
+        return f"<b>{esc(k.kernel_short)}</b>"
+    return f"<b>{esc(k.kernel_short)}</b><span class='full'>{full}</span>"
+
+
+def _num(v: float | None, fmt: str) -> str:
+    return "-" if v is None or not math.isfinite(v) else format(v, fmt)
+
+
+def _kernel_table(b: BenchmarkResult) -> str:
+    assert b.ncu is not None
+    head = ["iter", "kernel", "duration", "SM clock", "cycles", "SM %", "memory %", "clock model", "at ref clock"]
+    th = "".join(f'<th class="l">{h}</th>' if h in ("kernel", "clock model") else f"<th>{h}</th>" for h in head)
+    body = []
+    prev = None
+    for k in b.ncu.kernels:
+        cls = ' class="newiter"' if prev is not None and k.iteration != prev else ""
+        prev = k.iteration
+        body.append(
+            f"<tr{cls}><td>{k.iteration}</td><td class='kernel'>{_kernel_cell(k)}</td><td>{f.time_ns(k.duration_ns)}</td>"
+            f"<td>{f.clock_hz(k.sm_clock_hz)}</td><td>{_num(k.cycles, ',.0f')}</td><td>{_num(k.sm_throughput_pct, '.1f')}</td>"
+            f"<td>{_num(k.memory_throughput_pct, '.1f')}</td><td class='l'>{esc(k.clock_model.value)}</td>"
+            f"<td>{f.time_ns(k.normalized_ns)}</td></tr>"
+        )
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def render_html(result: RunResult) -> str:
@@ -122,44 +185,46 @@ def render_html(result: RunResult) -> str:
             f.clock_hz(b.ncu.sm_clock_hz if b.ncu else None),
             f.ratio(b.ratio),
             _verdict(b),
+            str(len(b.notes)) if b.notes else "",
         ]
         for b in result.benchmarks
     ]
-    head = ["benchmark", "timer", "ncu raw", "ncu @ref", "nsys kernels", "nsys busy", "ref clock", "ncu clock", "ratio", "verdict"]
-    parts += ["<h2>Summary</h2>", _table(head, rows)]
-    charts = [c for b in result.benchmarks if (c := _bar_chart(b))]
-    if charts:
-        parts += ["<h2>Timings side by side</h2><div class='charts'>", *(f"<div class='chart'>{c}</div>" for c in charts), "</div>"]
+    head = ["benchmark", "timer", "ncu raw", "ncu @ref", "nsys kernels", "nsys busy", "ref clock", "ncu clock", "ratio", "verdict", "notes"]
+    row_class = ["flagrow" if b.verdict is Verdict.FLAGGED else "" for b in result.benchmarks]
+    parts += ["<h2>Summary</h2>", _table(head, rows, row_class=row_class)]
     if result.flagged:
         parts.append("<h2>Flagged benchmarks</h2>")
         for b in result.flagged:
-            parts.append(f"<h3>{esc(f.label(b))}</h3><p>ratio {f.ratio(b.ratio)} (at ncu's own clock {f.ratio(b.ratio_raw)})</p>")
+            parts.append(
+                f"<h3>{esc(f.label(b))}</h3><p>ratio {f.ratio(b.ratio)} (at ncu's own clock {f.ratio(b.ratio_raw)}), "
+                f"reference clock {f.clock_hz(b.ref_clock_hz)} ({esc(b.ref_clock_source)})</p>"
+            )
             for cause in b.causes:
-                ev = ", ".join(esc(f.evidence_item(k, v)) for k, v in cause.evidence.items() if v is not None)
+                ev = "".join(f"<span>{esc(f.evidence_item(k, v))}</span>" for k, v in cause.evidence.items() if v is not None)
                 parts.append(
                     f"<div class='cause'><b>{esc(cause.code.value)}</b>: {esc(cause.message)}"
-                    f"<div class='ev'>evidence: {ev}</div><div>fix: {esc(cause.fix)}</div></div>"
+                    f"<div class='ev'>{ev}</div><div>fix: {esc(cause.fix)}</div></div>"
                 )
+    notes = [("run", n) for n in result.notes] + [(f.label(b), n) for b in result.benchmarks for n in b.notes]
+    if notes:
+        parts += ["<h2>Notes</h2><ul class='notes'>", *(f"<li><b>{esc(who)}</b>: {esc(n)}</li>" for who, n in notes), "</ul>"]
+    charts = [c for b in result.benchmarks if (c := _bar_chart(b))]
+    if charts:
+        parts += ["<h2>Timings side by side</h2><div class='charts'>", *(f"<div class='chart'>{c}</div>" for c in charts), "</div>"]
     clock = _clock_chart(result)
     if clock:
         parts += ["<h2>SM clock, plain pass</h2>", f"<div class='chart'>{clock}</div>"]
-    env_rows = [[esc(k), esc(v)] for k, v in f.environment_items(result)]
-    parts += ["<h2>Environment</h2>", _table(["", ""], env_rows)]
+    parts += ["<h2>Environment</h2>", _kv_table(f.environment_items(result))]
     if result.environment.command:
         parts += ["<h2>Reproduce</h2>", f"<pre>{esc(shlex.join(result.environment.command))}</pre>"]
     if any(b.ncu and b.ncu.kernels for b in result.benchmarks):
         parts.append("<h2>Per-kernel details (ncu)</h2>")
-    kernel_head = ["kernel", "iter", "duration", "SM clock", "cycles", "SM %", "memory %", "clock model", "at ref clock"]
     for b in result.benchmarks:
         if b.ncu and b.ncu.kernels:
-            krows = [
-                [esc(k.kernel), str(k.iteration), f.time_ns(k.duration_ns), f.clock_hz(k.sm_clock_hz), f.value(k.cycles),
-                 f.value(k.sm_throughput_pct), f.value(k.memory_throughput_pct), esc(k.clock_model.value), f.time_ns(k.normalized_ns)]
-                for k in b.ncu.kernels
-            ]  # fmt: skip
-            parts += [f"<details><summary>{esc(f.label(b))}: {len(krows)} kernels profiled by ncu</summary>", _table(kernel_head, krows), "</details>"]
-    notes = [*result.notes, *(f"{f.label(b)}: {n}" for b in result.benchmarks for n in b.notes)]
-    if notes:
-        parts += ["<h2>Notes</h2><ul>", *(f"<li>{esc(n)}</li>" for n in notes), "</ul>"]
+            parts += [
+                f"<details><summary>{esc(f.label(b))}: {len(b.ncu.kernels)} kernels profiled by ncu</summary>",
+                _kernel_table(b),
+                "</details>",
+            ]
     parts.append("</body></html>")
     return "\n".join(parts)

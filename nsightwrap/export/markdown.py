@@ -4,6 +4,7 @@ through ``escape.md_cell`` so kernel names (``<``, ``>``, ``|``, ``,``) never br
 
 from __future__ import annotations
 
+import math
 import shlex
 
 from nsightwrap.export import reportfmt as f
@@ -15,8 +16,14 @@ def _row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return [_row(header), _row(["---"] * len(header)), *(_row(r) for r in rows)]
+def _table(header: list[str], rows: list[list[str]], left: tuple[str, ...] | None = None) -> list[str]:
+    """Columns named in ``left`` (all when None) are left-aligned, the others (numbers) right-aligned."""
+    align = ["---" if left is None or h in left else "---:" for h in header]
+    return [_row(header), _row(align), *(_row(r) for r in rows)]
+
+
+def _num(v: float | None, fmt: str) -> str:
+    return "-" if v is None or not math.isfinite(v) else format(v, fmt)
 
 
 def _summary(result: RunResult) -> list[str]:
@@ -37,7 +44,7 @@ def _summary(result: RunResult) -> list[str]:
             ]
         )
     header = ["benchmark", "timer", "ncu raw", "ncu @ref", "nsys kernels", "nsys busy", "ref clock", "ncu clock", "ratio", "verdict"]
-    return _table(header, rows)
+    return _table(header, rows, left=("benchmark", "verdict"))
 
 
 def _flagged(b: BenchmarkResult) -> list[str]:
@@ -59,12 +66,12 @@ def _kernels(b: BenchmarkResult) -> list[str]:
     rows = [
         [
             str(k.iteration),
-            md_cell(k.kernel_short),
+            md_cell(k.kernel),  # the full name: short names of different kernels can be equal
             f.time_ns(k.duration_ns),
             f.clock_hz(k.sm_clock_hz),
-            f.value(k.cycles),
-            f.value(k.sm_throughput_pct),
-            f.value(k.memory_throughput_pct),
+            _num(k.cycles, ",.0f"),
+            _num(k.sm_throughput_pct, ".1f"),
+            _num(k.memory_throughput_pct, ".1f"),
             k.clock_model.value,
             f.time_ns(k.normalized_ns),
         ]
@@ -74,7 +81,7 @@ def _kernels(b: BenchmarkResult) -> list[str]:
     return [
         f"<details><summary>{md_cell(f.label(b))}: {len(b.ncu.kernels)} kernels profiled by ncu</summary>",
         "",
-        *_table(head, rows),
+        *_table(head, rows, left=("kernel", "clock model")),
         "",
         "</details>",
         "",
@@ -99,13 +106,15 @@ def render_markdown(result: RunResult) -> str:
         out += ["## Flagged benchmarks", ""]
         for b in result.flagged:
             out += _flagged(b)
+    # Notes come before the long tables: they hold findings that are not flags (overlap, DRAM-bound).
+    notes = [f"run: {md_cell(n)}" for n in result.notes]
+    notes += [f"**{md_cell(f.label(b))}**: {md_cell(n)}" for b in result.benchmarks for n in b.notes]
+    if notes:
+        out += ["## Notes", "", *(f"- {n}" for n in notes), ""]
     out += ["## Environment", "", *_environment(result), ""]
     if result.environment.command:
         out += ["## Reproduce", "", "```sh", shlex.join(result.environment.command), "```", ""]
     details = [line for b in result.benchmarks for line in _kernels(b)]
     if details:
         out += ["## Per-kernel details", "", *details]
-    notes = [*result.notes, *(f"{f.label(b)}: {n}" for b in result.benchmarks for n in b.notes)]
-    if notes:
-        out += ["## Notes", "", *(f"- {md_cell(n)}" for n in notes), ""]
     return "\n".join(out)
