@@ -505,9 +505,7 @@ def _find_tools(
             # A pass the user asked for, or a path the user gave, must not be skipped silently.
             if s.explicit_passes or explicit or os.environ.get(TOOL_ENV[name]):
                 raise
-            display.warn(
-                f"{exc}; skipping the {name} pass (point at it with {TOOL_FLAG[name]} PATH or {TOOL_ENV[name]})"
-            )
+            display.warn(f"{exc}; skipping the {name} pass")
             skipped.append(name)
     smi = find_optional("nvidia-smi")
     if smi:
