@@ -58,7 +58,6 @@ from nsightwrap.rundir import Manifest, PassRecord, RunLayout, create_run_dir, d
 from nsightwrap.smisampler import SamplerRecord, SmiSampler
 from nsightwrap.tools import (
     TOOL_ENV,
-    TOOL_FLAG,
     Tool,
     describe,
     find_optional,
