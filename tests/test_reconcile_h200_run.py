@@ -15,7 +15,6 @@ import re
 import sqlite3
 import statistics
 import subprocess
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -73,35 +72,46 @@ def bench(result: RunResult, name: str) -> BenchmarkResult:
 
 
 # Ops launched (runtime API call started) inside each `iter<i>` push/pop range nested in the
-# benchmark's range, on the same thread: one row per op, with the iteration's start as its key.
+# benchmark's range, on the benchmark's thread. One row per iteration with kind NULL (so an
+# iteration without ops still counts), then one per op: (iteration start, kind, start, end, stream).
 OPS_SQL = """
 WITH bench AS (
   SELECT n.start, n.end, n.globalTid FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId
   WHERE n.eventType = 59 AND s.value = :bench
 ), iters AS (
-  SELECT i.start, i.end, i.globalTid FROM NVTX_EVENTS i JOIN StringIds s ON s.id = i.textId
+  SELECT i.start, i.end FROM NVTX_EVENTS i JOIN StringIds s ON s.id = i.textId
   JOIN bench b ON i.globalTid = b.globalTid AND i.start >= b.start AND i.end <= b.end
   WHERE i.eventType = 59 AND s.value GLOB 'iter[0-9]*'
 ), ops AS (
   SELECT 'kernel' AS kind, start, end, streamId, correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL
   UNION ALL SELECT 'memcpy', start, end, streamId, correlationId FROM CUPTI_ACTIVITY_KIND_MEMCPY
   UNION ALL SELECT 'memset', start, end, streamId, correlationId FROM CUPTI_ACTIVITY_KIND_MEMSET
+), launches AS (
+  SELECT r.start AS t, o.kind, o.start, o.end, o.streamId FROM CUPTI_ACTIVITY_KIND_RUNTIME r
+  JOIN bench b ON r.globalTid = b.globalTid AND r.start >= b.start AND r.start < b.end
+  JOIN ops o ON o.correlationId = r.correlationId
+), timeline AS (
+  SELECT start AS t, start AS iter_start, end AS iter_end, NULL AS kind, NULL AS start, NULL AS end, NULL AS stream FROM iters
+  UNION ALL SELECT t, NULL, NULL, kind, start, end, streamId FROM launches
+), tagged AS (
+  -- Iterations follow one another on the thread: the latest iteration begun before a launch
+  -- holds it if the launch comes before that iteration's end.
+  SELECT *, max(iter_start) OVER w AS it_start, max(iter_end) OVER w AS it_end FROM timeline
+  WINDOW w AS (ORDER BY t, iter_start IS NULL ROWS UNBOUNDED PRECEDING)
 )
-SELECT it.start AS iter_start, o.kind, o.start, o.end, o.streamId
-FROM iters it
-LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.globalTid = it.globalTid AND r.start >= it.start AND r.start < it.end
-LEFT JOIN ops o ON o.correlationId = r.correlationId
-ORDER BY it.start, o.start
+SELECT it_start, kind, start, end, stream FROM tagged
+WHERE kind IS NULL OR t < it_end
+ORDER BY it_start, kind IS NOT NULL, start
 """
 
 
 def nsys_iterations(db: sqlite3.Connection, name: str) -> list[list[tuple[str, int, int, int]]]:
     """Per iteration (in start order), its ops as (kind, start, end, stream)."""
-    per: dict[int, list[tuple[str, int, int, int]]] = defaultdict(list)
+    per: dict[int, list[tuple[str, int, int, int]]] = {}
     for iter_start, kind, start, end, stream in db.execute(OPS_SQL, {"bench": name}):
-        per[iter_start]  # an iteration with no op still counts
+        ops = per.setdefault(iter_start, [])
         if kind is not None:
-            per[iter_start].append((kind, start, end, stream))
+            ops.append((kind, start, end, stream))
     return [per[k] for k in sorted(per)]
 
 
@@ -231,6 +241,25 @@ def test_mm_skinny_would_be_flagged_if_rescaled(result: RunResult) -> None:
 
 
 # ----------------------------------------------------------------------------- nsys evidence
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_nsys_per_iteration_figures_from_sqlite(name: str, result: RunResult, db: sqlite3.Connection) -> None:
+    iters = nsys_iterations(db, name)
+    b = bench(result, name)
+    assert b.nsys is not None and len(iters) == len(b.nsys.busy_ns) > 40
+
+    def count(kind: str) -> tuple[int, ...]:
+        return tuple(sum(o[0] == kind for o in ops) for ops in iters)
+
+    assert b.nsys.kernels_per_iteration == count("kernel")
+    assert b.nsys.memcpy_per_iteration == count("memcpy")
+    assert b.nsys.memset_per_iteration == count("memset")
+    assert b.nsys.iterations_ns == tuple(float(sum(e - s for k, s, e, _ in ops if k == "kernel")) for ops in iters)
+    assert b.nsys.busy_ns == tuple(float(union_ns(ops)) for ops in iters)
+    assert b.nsys.span_ns == tuple(float(max(o[2] for o in ops) - min(o[1] for o in ops)) for ops in iters)
+    # cuBLAS's coop GEMMs (mm_large, softmax_mlp) clear a workspace with a memset each call.
+    assert set(count("memset")) == ({1} if name in ("mm_large", "softmax_mlp") else {0})
 
 
 def test_copy_1g_non_kernel_work_from_sqlite(result: RunResult, db: sqlite3.Connection) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -48,8 +49,9 @@ def report_command(
         from nsightwrap.export.terminal import print_report
 
         if output is None:
-            # Piped output is not cut to 80 columns: the table has ten.
-            print_report(result, Console(highlight=False, width=None if sys.stdout.isatty() else 160))
+            # Piped output is not cut to 80 columns (the table has ten) unless COLUMNS says so.
+            width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
+            print_report(result, Console(highlight=False, width=width))
             text = None
         else:
             console = Console(record=True, width=160, file=io.StringIO(), highlight=False)

@@ -17,8 +17,9 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;c
 table{border-collapse:collapse;margin:0.5em 0 1.5em 0;font-size:14px;font-variant-numeric:tabular-nums}
 th,td{border:1px solid #ccc;padding:4px 8px;text-align:right;vertical-align:top}
 thead th{background:#f3f3f3} th.l,td.l{text-align:left}
+td{white-space:nowrap} .scroll{overflow-x:auto}
 td.name{text-align:left;font-family:ui-monospace,Menlo,monospace}
-td.kernel{text-align:left;max-width:560px}
+td.kernel{text-align:left;max-width:560px;white-space:normal}
 td.kernel .full{display:block;font-family:ui-monospace,Menlo,monospace;font-size:12px;color:#555;overflow-wrap:anywhere}
 tr.flagrow td{background:#fdf0f0} tr.newiter td{border-top:2px solid #888}
 .flagged{color:#b00;font-weight:bold} .ok{color:#080} .other{color:#a60}
@@ -116,7 +117,8 @@ def _table(head: list[str], rows: list[list[str]], left: int = 1, row_class: lis
         + "</tr>"
         for r, cls in zip(rows, classes, strict=True)
     )
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+    # Numbers never wrap inside a cell; a table wider than the page scrolls instead.
+    return f"<div class='scroll'><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
 def _kv_table(items: list[tuple[str, str]]) -> str:
@@ -157,7 +159,7 @@ def _kernel_table(b: BenchmarkResult) -> str:
             f"<td>{_num(k.memory_throughput_pct, '.1f')}</td><td class='l'>{esc(k.clock_model.value)}</td>"
             f"<td>{f.time_ns(k.normalized_ns)}</td></tr>"
         )
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return f"<div class='scroll'><table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
 
 
 def render_html(result: RunResult) -> str:
