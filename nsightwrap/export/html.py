@@ -178,20 +178,13 @@ def render_html(result: RunResult) -> str:
     rows = [
         [
             esc(f.label(b)),
-            f.time_ns(b.timer.median_ns if b.timer else None),
-            f.time_ns(b.ncu.median_ns if b.ncu else None),
-            f.time_ns(b.ncu.normalized_ns if b.ncu else None),
-            f.time_ns(b.nsys.median_ns if b.nsys else None),
-            f.time_ns(b.nsys.busy_median_ns if b.nsys else None),
-            f.clock_hz(b.ref_clock_hz),
-            f.clock_hz(b.ncu.sm_clock_hz if b.ncu else None),
-            f.ratio(b.ratio),
+            *f.summary_numbers(b),
             _verdict(b),
             str(len(b.notes)) if b.notes else "",
         ]
         for b in result.benchmarks
     ]
-    head = ["benchmark", "timer", "ncu raw", "ncu @ref", "nsys kernels", "nsys busy", "ref clock", "ncu clock", "ratio", "verdict", "notes"]
+    head = ["benchmark", *f.SUMMARY_NUMBER_HEADERS, "verdict", "notes"]
     row_class = ["flagrow" if b.verdict is Verdict.FLAGGED else "" for b in result.benchmarks]
     parts += ["<h2>Summary</h2>", _table(head, rows, row_class=row_class)]
     if result.flagged:

@@ -32,18 +32,11 @@ def _summary(result: RunResult) -> list[str]:
         rows.append(
             [
                 md_cell(f.label(b)),
-                f.time_ns(b.timer.median_ns if b.timer else None),
-                f.time_ns(b.ncu.median_ns if b.ncu else None),
-                f.time_ns(b.ncu.normalized_ns if b.ncu else None),
-                f.time_ns(b.nsys.median_ns if b.nsys else None),
-                f.time_ns(b.nsys.busy_median_ns if b.nsys else None),
-                f.clock_hz(b.ref_clock_hz),
-                f.clock_hz(b.ncu.sm_clock_hz if b.ncu else None),
-                f.ratio(b.ratio),
+                *f.summary_numbers(b),
                 f"**{f.VERDICT_TEXT[b.verdict]}**" if b.causes else f.VERDICT_TEXT[b.verdict],
             ]
         )
-    header = ["benchmark", "timer", "ncu raw", "ncu @ref", "nsys kernels", "nsys busy", "ref clock", "ncu clock", "ratio", "verdict"]
+    header = ["benchmark", *f.SUMMARY_NUMBER_HEADERS, "verdict"]
     return _table(header, rows, left=("benchmark", "verdict"))
 
 

@@ -85,3 +85,21 @@ def environment_items(result: RunResult) -> list[tuple[str, str]]:
         ("ncu cache control", e.ncu_cache_control),
     ]
     return [(k, "-" if v is None else str(v)) for k, v in items]
+
+
+#: Headers of the summary's number columns, in the order of ``summary_numbers``.
+SUMMARY_NUMBER_HEADERS = ("timer", "ncu raw", "ncu @ref", "nsys kernels", "nsys busy", "ref clock", "ncu clock", "ratio")
+
+
+def summary_numbers(b: BenchmarkResult) -> list[str]:
+    """The summary row's number cells of one benchmark, shared by the Markdown and HTML reports."""
+    return [
+        time_ns(b.timer.median_ns if b.timer else None),
+        time_ns(b.ncu.median_ns if b.ncu else None),
+        time_ns(b.ncu.normalized_ns if b.ncu else None),
+        time_ns(b.nsys.median_ns if b.nsys else None),
+        time_ns(b.nsys.busy_median_ns if b.nsys else None),
+        clock_hz(b.ref_clock_hz),
+        clock_hz(b.ncu.sm_clock_hz if b.ncu else None),
+        ratio(b.ratio),
+    ]
