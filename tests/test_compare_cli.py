@@ -429,3 +429,31 @@ def test_reference_report_json_compares_by_ncu_and_nsys(
         assert {b["benchmark"] for b in doc["benchmarks"]} == expected, metric
         # the same report against itself: nothing may be called slower
         assert all(b["verdict"] != "SLOWER" for b in doc["benchmarks"])
+
+
+def test_probe_clock_anchors_the_per_sample_clocks(tmp_path: Path) -> None:
+    """NVML's per-sample readings (1.98 GHz) miss the throttling that the on-GPU probe measured
+    (1.6 GHz, as for a GEMM on the H200): cycles are counted at the probe's level."""
+    import json as _json
+
+    from nsightwrap.export.compare_input import load_side
+
+    run = write_run(tmp_path / "r", seed=3, clock_hz=1.98e9, benches={"gemm_large": (285e3, True)})
+    sidecar = next((run / "plain").glob("timer-*.json"))
+    doc = _json.loads(sidecar.read_text())
+    entry = doc["benchmarks"][0]
+    nvml = [c for c in entry["sample_clock_hz"] if c is not None]
+    entry["sm_clock_hz"], entry["clock_source"] = 1.6e9, "probe"
+    sidecar.write_text(_json.dumps(doc))
+    (bench,) = load_side(run).benchmarks
+    assert bench.clock_hz is not None and abs(bench.clock_hz / 1.6e9 - 1) < 1e-3
+    assert bench.cycles is not None
+    clocks = [c / v * 1e9 for c, v in zip(bench.cycles, bench.values_ns, strict=True)]
+    # NVML's relative spread is kept: the per-sample clocks are NVML's scaled by 1.6 / median(NVML)
+    spread = (max(clocks) - min(clocks)) / 1.6e9
+    assert abs(spread - (max(nvml) - min(nvml)) / 1.98e9) < 2e-3
+    # and without the probe the same samples stay at NVML's level
+    entry["clock_source"] = "nvml"
+    sidecar.write_text(_json.dumps(doc))
+    (bench,) = load_side(run).benchmarks
+    assert bench.clock_hz is not None and abs(bench.clock_hz / 1.98e9 - 1) < 5e-3

@@ -139,15 +139,18 @@ def _sample_clocks(entry: Mapping[str, Any], n: int, where: str) -> tuple[float,
         return (median,) * n if median is not None else None
     if not isinstance(per, list) or len(per) != n:
         raise ReportParseError(f"{where}: field 'sample_clock_hz' must be null or a list of {n} clocks")
-    out = []
-    for f in per:
-        hz = _opt_positive(f, "sample_clock_hz", where)
-        if hz is None:
-            if median is None:
-                return None
-            hz = median
-        out.append(hz)
-    return tuple(out)
+    read = [_opt_positive(f, "sample_clock_hz", where) for f in per]
+    if any(hz is None for hz in read) and median is None:
+        return None
+    known = sorted(hz for hz in read if hz is not None)
+    scale = 1.0
+    if entry.get("clock_source") == "probe" and median is not None and known:
+        # The per-sample clocks are NVML readings, which miss throttling that lasts only as long
+        # as the kernel; the benchmark's clock was measured on the GPU while it ran. Keep NVML's
+        # sample-to-sample variation, anchored at the measured level.
+        scale = median / known[len(known) // 2]
+    fill = median or 0.0  # only used where median is known (checked above)
+    return tuple(hz * scale if hz is not None else fill for hz in read)
 
 
 # ---------------------------------------------------------------- report JSON
