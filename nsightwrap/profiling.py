@@ -1,0 +1,578 @@
+"""One ``nsightwrap profile`` run: the target plain, under ncu and under nsys, into one run directory.
+
+Each pass is a separate run of the target; the environment variables of nsightwrap/contract.py
+tell the in-process timer the run directory and the pass. Every process is started by
+nsightwrap.launch; this module decides what to run, in which order, and what each outcome means,
+and writes the manifest. The command line and the terminal live in nsightwrap/cli/profile_cmd.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import Any, Protocol
+
+from nsightwrap import __version__
+from nsightwrap.contract import ENV_NCU_ITERS, PASS_NCU, PASS_NSYS, PASS_PLAIN
+from nsightwrap.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    EXIT_TOOL_FAILED,
+    NsightwrapError,
+    ToolNotFound,
+)
+from nsightwrap.launch import (
+    Command,
+    CommandResult,
+    ncu_argv,
+    nsys_argv,
+    nsys_export_argv,
+    pass_env,
+    probe,
+    run_command,
+)
+from nsightwrap.rundir import Manifest, PassRecord, RunLayout, write_manifest
+from nsightwrap.smisampler import SamplerRecord, SmiSampler
+from nsightwrap.tools import (
+    TOOL_ENV,
+    Tool,
+    describe,
+    find_optional,
+    find_qdstrm_importer,
+    find_tool,
+    git_state,
+    nsys_profile_options,
+    qdstrm_importer_candidates,
+    supports_flag,
+    with_version,
+)
+
+#: A line ncu prints as it starts profiling a kernel: its (shortened) name and running index.
+PROF_KERNEL = re.compile(r'^==PROF== Profiling "(.*)" - (\d+):')
+_NO_KERNELS = "No kernels were profiled"
+_PERM = "ERR_NVGPUCTRPERM"
+_IMPORTER_ERROR = "Importer error status"
+_MISSING_LIB = re.compile(r"(\S+\.so[\w.]*): cannot open shared object file")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a pass did not end well: one line, what to do, and whose log to show the tail of."""
+
+    pass_name: str
+    message: str
+    hint: str | None
+    exit_code: int
+    log: Path | None = None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The command line, resolved."""
+
+    target: tuple[str, ...]
+    argv: tuple[str, ...]
+    passes: tuple[str, ...]
+    explicit_passes: bool
+    timeout_s: float | None
+    fail_fast: bool
+    ncu_iters: int
+    nvtx_filter: tuple[str, ...]
+    metrics: tuple[str, ...]
+    section_set: str | None
+    ncu_extra: tuple[str, ...]
+    nsys_extra: tuple[str, ...]
+    quiet: bool
+    verbose: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "passes": list(self.passes), "timeout_s": self.timeout_s, "fail_fast": self.fail_fast,
+            "ncu_iters": self.ncu_iters, "nvtx_filter": list(self.nvtx_filter), "metrics": list(self.metrics),
+            "set": self.section_set, "ncu_args": list(self.ncu_extra), "nsys_args": list(self.nsys_extra),
+        }  # fmt: skip
+
+
+class Display(Protocol):
+    """Where a run reports progress (the CLI's terminal display)."""
+
+    quiet: bool
+    verbose: bool
+
+    def pass_running(self, name: str, what: str) -> AbstractContextManager[None]: ...
+
+    def on_line(self, stream: str, line: str) -> None: ...
+
+    def done(self, rec: PassRecord) -> None: ...
+
+    def warn(self, text: str) -> None: ...
+
+
+def _log_text(*paths: Path) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in paths if p.is_file())
+
+
+def log_tail(paths: tuple[Path, ...], n: int = 4) -> list[str]:
+    """The last ``n`` non-empty lines of the first log with any content."""
+    for p in paths:
+        if p.is_file():
+            lines = [ln for ln in p.read_text(errors="replace").splitlines() if ln.strip()]
+            if lines:
+                return lines[-n:]
+    return []
+
+
+def _count_kernels(text: str) -> int:
+    return sum(1 for ln in text.splitlines() if PROF_KERNEL.match(ln))
+
+
+def _gpu_info(xml_path: Path) -> dict[str, Any] | None:
+    """GPU names, UUIDs, driver and CUDA version from ``nvidia-smi -q -x`` (None if unreadable)."""
+    from lxml import etree
+
+    try:
+        parser = etree.XMLParser(load_dtd=False, no_network=True, resolve_entities=False)
+        root = etree.parse(str(xml_path), parser).getroot()
+    except (OSError, etree.XMLSyntaxError):
+        return None
+    gpus = [
+        {"name": g.findtext("product_name"), "uuid": g.findtext("uuid"), "pci_bus_id": g.get("id")}
+        for g in root.findall("gpu")
+    ]
+    return {
+        "name": gpus[0]["name"] if gpus else None,
+        "driver": root.findtext("driver_version"),
+        "cuda": root.findtext("cuda_version"),
+        "gpus": gpus,
+    }
+
+
+def _target_dir(target: tuple[str, ...]) -> Path:
+    if target and target[0].endswith(".py"):
+        return Path(target[0]).resolve().parent
+    return Path.cwd()
+
+
+def target_label(target: tuple[str, ...]) -> str:
+    if target[0] == "-m" and len(target) > 1:
+        return target[1].rsplit(".", 1)[-1]
+    return Path(target[0]).name
+
+
+class Profiler:
+    """One ``nsightwrap profile`` run: passes in order, each recorded, problems collected."""
+
+    def __init__(self, s: Settings, layout: RunLayout, tools: dict[str, Tool], display: Display) -> None:
+        self.s = s
+        self.layout = layout
+        self.tools = tools
+        self.display = display
+        self.cwd = os.getcwd()
+        self.records: dict[str, PassRecord] = {}
+        self.problems: list[Problem] = []
+        self.sampler: SamplerRecord | None = None
+        self.interrupted = False
+        self.nsys_event_flag = False
+        self.zero_kernels = False
+
+    # -- one command ------------------------------------------------------------------------
+
+    def _run(
+        self, name: str, argv: list[str], env: dict[str, str], deadline: float | None, prefix: str = ""
+    ) -> CommandResult:
+        out, err = self.layout.logs(name, prefix)
+        timeout = None if deadline is None else max(0.1, deadline - time.monotonic())
+        cmd = Command(tuple(argv), self.cwd, str(out), str(err), env, timeout)
+        res = run_command(
+            cmd, on_line=None if self.display.quiet and not self.display.verbose else self.display.on_line
+        )
+        if res.status == "interrupted":
+            self.interrupted = True
+        return res
+
+    def _command_problem(self, name: str, who: str, res: CommandResult) -> Problem | None:
+        logs = (Path(res.stderr), Path(res.stdout))
+        if res.status == "timeout":
+            return Problem(
+                name, f"{name} pass: {who} ran past --timeout {self.s.timeout_s:g} s and was stopped",
+                "raise --timeout, or shorten the run" + (" (fewer --ncu-iters)" if name == PASS_NCU else ""),
+                EXIT_TIMEOUT, logs[0],
+            )  # fmt: skip
+        if res.status == "not-started":
+            return Problem(
+                name,
+                f"{name} pass: cannot start {res.argv[0]}: {res.error}",
+                "check the path and permissions",
+                EXIT_TOOL_FAILED,
+            )
+        if res.status != "failed":
+            return None
+        what = f"was killed by signal {res.signal}" if res.signal else f"exited with code {res.returncode}"
+        log = logs[0] if logs[0].is_file() and logs[0].stat().st_size else logs[1]
+        return Problem(
+            name, f"{name} pass: {who} {what}",
+            f"see {log}; to reproduce: {shlex.join(res.argv)}", EXIT_TOOL_FAILED, log,
+        )  # fmt: skip
+
+    def _record(
+        self, name: str, status: str, env: dict[str, str], cmds: list[CommandResult], **kw: Any
+    ) -> PassRecord:
+        if self.interrupted:
+            status = "interrupted"
+        # Log paths relative to the run directory, so a moved run directory still reads right.
+        cmds = [replace(c, stdout=self._rel(c.stdout), stderr=self._rel(c.stderr)) for c in cmds]
+        rec = PassRecord(name, status, env, tuple(cmds), tuple(self.layout.files(name)), **kw)
+        self.records[name] = rec
+        return rec
+
+    def _rel(self, path: str) -> str:
+        p = Path(path)
+        return str(p.relative_to(self.layout.root)) if p.is_relative_to(self.layout.root) else path
+
+    def _status_of(self, res: CommandResult, problems: list[Problem]) -> str:
+        if res.status == "timeout":
+            return "timeout"
+        return "failed" if problems else "ok"
+
+    # -- passes ------------------------------------------------------------------------------
+
+    def plain(self, deadline: float | None) -> PassRecord:
+        env = pass_env(self.layout.root, PASS_PLAIN)
+        smi = self.tools.get("nvidia-smi")
+        with SmiSampler(smi.path if smi else None, self.layout.smi_samples) as sampler:
+            res = self._run(PASS_PLAIN, list(self.s.argv), env, deadline)
+        self.sampler = sampler.record
+        if sampler.record.status in ("failed", "skipped") and sampler.record.message:
+            self.display.warn(f"clock sampler: {sampler.record.message}")
+        p = self._command_problem(PASS_PLAIN, "the target", res)
+        problems = [p] if p else []
+        self.problems += problems
+        return self._record(PASS_PLAIN, self._status_of(res, problems), env, [res])
+
+    def ncu(self, deadline: float | None) -> PassRecord:
+        ncu = self.tools[PASS_NCU]
+        argv = ncu_argv(
+            ncu.path, self.s.argv, self.layout.ncu_report_base, nvtx_filter=self.s.nvtx_filter,
+            metrics=self.s.metrics, section_set=self.s.section_set, extra=self.s.ncu_extra,
+        )  # fmt: skip
+        env = pass_env(self.layout.root, PASS_NCU, {ENV_NCU_ITERS: str(self.s.ncu_iters)})
+        res = self._run(PASS_NCU, argv, env, deadline)
+        out, err = self.layout.logs(PASS_NCU)
+        text = _log_text(out, err)
+        kernels = _count_kernels(text)
+        problem: Problem | None = None
+        if _PERM in text:
+            problem = Problem(
+                PASS_NCU, "ncu pass: no permission to read the GPU performance counters (ERR_NVGPUCTRPERM)",
+                "run nsightwrap with admin rights, or have an admin set the nvidia driver option "
+                "NVreg_RestrictProfilingToAdminUsers=0; see https://developer.nvidia.com/ERR_NVGPUCTRPERM",
+                EXIT_TOOL_FAILED, None,
+            )  # fmt: skip
+        elif res.status != "ok":
+            problem = self._command_problem(PASS_NCU, "ncu (running the target)", res)
+        elif kernels == 0 or _NO_KERNELS in text:
+            # Told at the end, when the nsys pass can show which NVTX ranges did exist.
+            self.zero_kernels = True
+            problem = Problem(PASS_NCU, "", None, EXIT_TOOL_FAILED, None)
+        elif not self.layout.ncu_report.is_file():
+            problem = Problem(
+                PASS_NCU, f"ncu pass: ncu exited 0 but wrote no report {self.layout.ncu_report}",
+                f"see {out}", EXIT_TOOL_FAILED, out,
+            )  # fmt: skip
+        problems = [problem] if problem else []
+        self.problems += problems
+        return self._record(PASS_NCU, self._status_of(res, problems), env, [res], kernels_profiled=kernels)
+
+    def nsys(self, deadline: float | None) -> PassRecord:
+        nsys = self.tools[PASS_NSYS]
+        L = self.layout
+        argv = nsys_argv(
+            nsys.path,
+            self.s.argv,
+            L.nsys_report_base,
+            cuda_event_trace_flag=self.nsys_event_flag,
+            extra=self.s.nsys_extra,
+        )
+        env = pass_env(L.root, PASS_NSYS)
+        cmds = [self._run(PASS_NSYS, argv, env, deadline)]
+        problem = self._command_problem(PASS_NSYS, "nsys profile", cmds[0])
+        if problem is None and not self.interrupted and not L.nsys_rep.is_file():
+            problem = self._import_qdstrm(nsys, cmds, deadline)
+        if problem is None and not self.interrupted and L.nsys_rep.is_file():
+            cmds.append(
+                self._run(
+                    PASS_NSYS, nsys_export_argv(nsys.path, L.nsys_rep, L.nsys_sqlite), {}, deadline, "export."
+                )
+            )
+            problem = self._command_problem(PASS_NSYS, "nsys export", cmds[-1])
+            if problem is None and not self.interrupted and not L.nsys_sqlite.is_file():
+                log = L.logs(PASS_NSYS, "export.")[0]
+                problem = Problem(
+                    PASS_NSYS,
+                    f"nsys pass: nsys export wrote no {L.nsys_sqlite}",
+                    f"see {log}",
+                    EXIT_TOOL_FAILED,
+                    log,
+                )
+        problems = [problem] if problem else []
+        self.problems += problems
+        status = "timeout" if any(c.status == "timeout" for c in cmds) else ("failed" if problems else "ok")
+        return self._record(PASS_NSYS, status, env, cmds)
+
+    def _import_qdstrm(self, nsys: Tool, cmds: list[CommandResult], deadline: float | None) -> Problem | None:
+        """nsys exited 0 without a report: its importer failed and left only the raw .qdstrm
+        capture. Try the QdstrmImporter that ships beside nsys, and say why it fails."""
+        L = self.layout
+        out, err = L.logs(PASS_NSYS)
+        text = _log_text(out, err)
+        if not L.nsys_qdstrm.is_file():
+            return Problem(
+                PASS_NSYS, f"nsys pass: nsys profile exited 0 but wrote neither {L.nsys_rep.name} nor {L.nsys_qdstrm.name}",
+                f"see {out}", EXIT_TOOL_FAILED, out,
+            )  # fmt: skip
+        why = "nsys could not import its capture" + (
+            " (Importer error status)" if _IMPORTER_ERROR in text else ""
+        )
+        importer = find_qdstrm_importer(nsys.path)
+        if importer is None:
+            looked = ", ".join(str(c) for c in qdstrm_importer_candidates(nsys.path)[:3])
+            return Problem(
+                PASS_NSYS, f"nsys pass: {why} and left only {L.nsys_qdstrm}; no QdstrmImporter found (looked at {looked})",
+                "this is usually a missing libdw.so.1: install your distribution's libdw package "
+                "(Debian/Ubuntu libdw1, Fedora/RHEL elfutils-libs) or put it on LD_LIBRARY_PATH, and profile again",
+                EXIT_TOOL_FAILED, None,
+            )  # fmt: skip
+        cmds.append(
+            self._run(PASS_NSYS, [str(importer), "-i", str(L.nsys_qdstrm)], {}, deadline, "importer.")
+        )
+        if self.interrupted:
+            return None
+        if cmds[-1].status == "ok" and L.nsys_rep.is_file():
+            self.display.warn(f"nsys pass: {why}; converted {L.nsys_qdstrm.name} with {importer}")
+            return None
+        ilogs = L.logs(PASS_NSYS, "importer.")
+        itext = _log_text(*ilogs)
+        missing = _MISSING_LIB.search(itext)
+        if missing:
+            lib = missing.group(1)
+            package = (
+                "your distribution's libdw (Debian/Ubuntu: libdw1, Fedora/RHEL: elfutils-libs)"
+                if lib.startswith("libdw.")
+                else f"the package that provides {lib}"
+            )
+            return Problem(
+                PASS_NSYS,
+                f"nsys pass: {why}; QdstrmImporter cannot start: {lib}: cannot open shared object file "
+                f"(the capture is kept in {L.nsys_qdstrm})",
+                f"install {package} or put {lib} on LD_LIBRARY_PATH, then profile again "
+                f"or run {importer} -i {L.nsys_qdstrm}",
+                EXIT_TOOL_FAILED,
+                None,
+            )
+        p = self._command_problem(PASS_NSYS, "QdstrmImporter", cmds[-1])
+        return p or Problem(
+            PASS_NSYS, f"nsys pass: {why}; QdstrmImporter wrote no {L.nsys_rep.name} (the capture is kept in {L.nsys_qdstrm})",
+            f"see {ilogs[1]}", EXIT_TOOL_FAILED, ilogs[1],
+        )  # fmt: skip
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def zero_kernel_problem(self) -> Problem:
+        """No kernel matched the NVTX filter: say so, with the ranges that did exist."""
+        filt = " ".join(shlex.quote(a) for a in self.s.nvtx_filter if a != "--nvtx" and a != "--nvtx-include")
+        msg = (
+            f"ncu pass: no kernel was profiled with the NVTX filter {filt}: the target opened no matching "
+            "range (does it time its kernels with nsightwrap.bench?)"
+        )
+        ranges = self._nvtx_ranges()
+        if ranges is None:
+            seen = "run the nsys pass too to list the NVTX ranges the target opens"
+        elif not ranges:
+            seen = "the nsys pass recorded no NVTX range at all"
+        else:
+            seen = "NVTX ranges in the nsys pass: " + ", ".join(ranges)
+        hint = f"{seen}; choose the kernels to profile with --nvtx-include 'DOMAIN@RANGE/' (repeatable)"
+        return Problem(PASS_NCU, msg, hint, EXIT_TOOL_FAILED, None)
+
+    def _nvtx_ranges(self, limit: int = 12) -> list[str] | None:
+        sqlite = self.layout.nsys_sqlite
+        if not sqlite.is_file():
+            return None
+        try:
+            from nsightwrap.parsers.nsys import read_nsys
+
+            ranges = read_nsys(sqlite).ranges
+        except NsightwrapError:
+            return None
+        # Collapse iter0, iter1, ... into one entry, shown as ncu filter syntax (domain@name).
+        names: dict[str, int] = {}
+        for domain, path in zip(ranges["domain"], ranges["path"], strict=False):
+            name = str(path).split(":", 1)[1] if domain and str(path).startswith(f"{domain}:") else str(path)
+            key = (f"{domain}@" if domain else "") + re.sub(r"iter\d+", "iter<i>", name)
+            names[key] = names.get(key, 0) + 1
+        shown = [f"{k} (x{v})" if v > 1 else k for k, v in list(names.items())[:limit]]
+        if len(names) > limit:
+            shown.append(f"... {len(names) - limit} more")
+        return shown
+
+
+def find_tools(
+    s: Settings, ncu: str | None, nsys: str | None, display: Display
+) -> tuple[dict[str, Tool], tuple[str, ...]]:
+    """Tools for the requested passes; a missing one skips its pass with a warning, unless the
+    user named that pass in --passes (then ToolNotFound, exit 3)."""
+    tools: dict[str, Tool] = {}
+    skipped: list[str] = []
+    for name, explicit in ((PASS_NCU, ncu), (PASS_NSYS, nsys)):
+        if name not in s.passes:
+            continue
+        try:
+            tools[name] = find_tool(name, explicit)
+        except ToolNotFound as exc:
+            # A pass the user asked for, or a path the user gave, must not be skipped silently.
+            if s.explicit_passes or explicit or os.environ.get(TOOL_ENV[name]):
+                raise
+            display.warn(f"{exc}; skipping the {name} pass")
+            skipped.append(name)
+    smi = find_optional("nvidia-smi")
+    if smi:
+        tools["nvidia-smi"] = smi
+    return tools, tuple(skipped)
+
+
+def capture_env(
+    layout: RunLayout, tools: dict[str, Tool]
+) -> tuple[dict[str, Tool], dict[str, Any] | None, bool, str]:
+    """Versions, ``nvidia-smi -q -x``, nsys capabilities: probed side by side (each may take a
+    second) and saved to env/ before any pass runs."""
+    import json
+
+    smi = tools.get("nvidia-smi")
+    jobs: dict[str, Callable[[], Any]] = {
+        n: partial(with_version, t) for n, t in tools.items() if n != "nvidia-smi"
+    }
+    if smi:
+        jobs["smi_xml"] = partial(probe, [smi.path, "-q", "-x"], timeout_s=60)
+    if PASS_NSYS in tools:
+        jobs["nsys_help"] = partial(nsys_profile_options, tools[PASS_NSYS].path)
+    with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
+        futures = {k: pool.submit(f) for k, f in jobs.items()}
+        got = {k: f.result() for k, f in futures.items()}
+    versioned = {n: got.get(n, t) for n, t in tools.items()}
+    gpu = None
+    if smi:
+        xml = got["smi_xml"]
+        if xml.ok:
+            layout.smi_xml.write_text(xml.stdout)
+            gpu = _gpu_info(layout.smi_xml)
+            if gpu:
+                versioned["nvidia-smi"] = Tool("nvidia-smi", smi.path, smi.found_by, gpu.get("driver"))
+    event_flag = supports_flag(got.get("nsys_help", ""), "--cuda-event-trace")
+    importer = find_qdstrm_importer(tools[PASS_NSYS].path) if PASS_NSYS in tools else None
+    info: dict[str, Any] = describe(list(versioned.values()))
+    if PASS_NSYS in info:
+        info[PASS_NSYS]["cuda_event_trace_flag"] = event_flag
+        info[PASS_NSYS]["qdstrm_importer"] = str(importer) if importer else None
+    info["python"] = {"path": sys.executable, "version": sys.version.split()[0]}
+    layout.tools_json.write_text(json.dumps(info, indent=2) + "\n")
+    return (
+        versioned,
+        gpu,
+        event_flag,
+        "" if smi and gpu else "no nvidia-smi -q -x (nvidia-smi missing or failing)",
+    )
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a CI job cancelled) stops the passes like Ctrl-C does, so no child is orphaned."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    old = (
+        signal.signal(signal.SIGTERM, handler)
+        if threading.current_thread() is threading.main_thread()
+        else None
+    )
+    try:
+        yield
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)
+
+
+def run_passes(
+    s: Settings, layout: RunLayout, tools: dict[str, Tool], skipped: tuple[str, ...], display: Display
+) -> tuple[int, str, list[Problem], bool]:
+    """Run the passes and write the manifest (last, whatever happens): the exit code, the run's
+    status, the problems to report and whether the run was interrupted."""
+    start = time.time()
+    prof = Profiler(s, layout, tools, display)
+    gpu: dict[str, Any] | None = None
+    git = None
+    try:
+        with sigterm_as_interrupt():
+            tools, gpu, prof.nsys_event_flag, note = capture_env(layout, tools)
+            prof.tools = tools
+            if note:
+                display.warn(note)
+            g = git_state(_target_dir(s.target))
+            git = {"root": g.root, "commit": g.commit, "dirty": g.dirty} if g else None
+            runners = {PASS_PLAIN: prof.plain, PASS_NCU: prof.ncu, PASS_NSYS: prof.nsys}
+            for name in s.passes:
+                if name in skipped:
+                    prof.records[name] = PassRecord(name, "skipped", message=f"{name} not found")
+                    continue
+                if prof.interrupted or (s.fail_fast and prof.problems):
+                    why = "interrupted" if prof.interrupted else "--fail-fast after an earlier failure"
+                    prof.records[name] = PassRecord(name, "skipped", message=why)
+                    continue
+                deadline = None if s.timeout_s is None else time.monotonic() + s.timeout_s
+                with display.pass_running(name, shlex.join(s.argv)):
+                    rec = runners[name](deadline)
+                display.done(rec)
+    except KeyboardInterrupt:
+        prof.interrupted = True
+    finally:
+        for name in s.passes:
+            prof.records.setdefault(name, PassRecord(name, "skipped", message="interrupted"))
+        problems = [
+            prof.zero_kernel_problem() if p.pass_name == PASS_NCU and not p.message else p
+            for p in prof.problems
+        ]
+        if prof.interrupted:
+            status, code = "interrupted", EXIT_INTERRUPTED
+        elif problems:
+            status = "failed"
+            code = EXIT_TIMEOUT if any(p.exit_code == EXIT_TIMEOUT for p in problems) else EXIT_TOOL_FAILED
+        else:
+            status, code = "complete", EXIT_OK
+        sampler = prof.sampler
+        manifest = Manifest(
+            status=status,
+            target={"argv": list(s.target), "command": list(s.argv), "cwd": prof.cwd},
+            passes=tuple(prof.records[n] for n in s.passes),
+            tools=describe(list(prof.tools.values())),
+            gpu=gpu, git=git, settings=s.to_json(),
+            sampler=None if sampler is None else {
+                "status": sampler.status, "argv": list(sampler.argv),
+                "file": prof._rel(sampler.file) if sampler.file else None,
+                "samples": sampler.samples, "message": sampler.message,
+            },
+            start=start, end=time.time(), nsightwrap_version=__version__, exit_code=code,
+        )  # fmt: skip
+        write_manifest(layout, manifest)
+    return code, status, problems, prof.interrupted
