@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from nsightwrap.compare import PRESETS, Comparison, Side, Verdict, compare
+from nsightwrap.compare_sides import load_side
 from nsightwrap.contract import ENV_PASS, ENV_RUN_DIR, PASS_PLAIN
-from nsightwrap.export.compare_input import load_side
 
 HERE = Path(__file__).resolve().parent
 #: The benchmarks aa_bench.py's ``--scale`` makes slower; the others are controls.

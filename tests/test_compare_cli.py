@@ -436,7 +436,7 @@ def test_probe_clock_anchors_the_per_sample_clocks(tmp_path: Path) -> None:
     (1.6 GHz, as for a GEMM on the H200): cycles are counted at the probe's level."""
     import json as _json
 
-    from nsightwrap.export.compare_input import load_side
+    from nsightwrap.compare_sides import load_side
 
     run = write_run(tmp_path / "r", seed=3, clock_hz=1.98e9, benches={"gemm_large": (285e3, True)})
     sidecar = next((run / "plain").glob("timer-*.json"))

@@ -12,8 +12,8 @@ from rich.console import Console
 
 from nsightwrap.cli import app, err_console
 from nsightwrap.compare import PRESETS, Comparison, compare
+from nsightwrap.compare_sides import load_side
 from nsightwrap.errors import EXIT_FINDINGS, InputNotFound, UsageError
-from nsightwrap.export.compare_input import load_side
 from nsightwrap.export.compare_json import to_json
 from nsightwrap.export.compare_junit import to_junit
 from nsightwrap.export.compare_markdown import to_markdown
