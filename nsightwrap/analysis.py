@@ -6,7 +6,6 @@ files only (the parsers never launch anything) and returns a ``RunResult`` for t
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -16,14 +15,14 @@ from typing import Any
 import pandas as pd
 
 from nsightwrap.clocks import parse_clock_ref, plain_clock_from_samples, reference_clock
-from nsightwrap.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, SIDECAR_FORMAT, SIDECAR_GLOB
-from nsightwrap.errors import FormatVersionError, ReportParseError, UsageError
+from nsightwrap.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, SIDECAR_GLOB
+from nsightwrap.errors import ReportParseError, UsageError
 from nsightwrap.model import ClockSample, Environment, RunResult, Settings, TimerStats
+from nsightwrap.parsers.sidecar import read_sidecar_doc
 from nsightwrap.reconcile import BenchmarkSpec, ncu_stats, nsys_stats, reconcile, specs_from_nvtx
 from nsightwrap.rundir import RunLayout, read_manifest
 
 #: Timer sidecar versions this reader understands.
-SIDECAR_VERSIONS = (1,)
 
 
 def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") -> RunResult:
@@ -38,12 +37,14 @@ def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") 
 
     ncu = _read_ncu(layout, notes)
     nsys = _read_nsys(layout, notes)
-    sidecars = sorted(layout.pass_dir("plain").glob(SIDECAR_GLOB))
-    env = environment(manifest, layout, _torch_version(sidecars))
+    sidecars = [(p, read_sidecar_doc(p)) for p in sorted(layout.pass_dir("plain").glob(SIDECAR_GLOB))]
+    env = environment(
+        manifest, layout, next((str(d["torch_version"]) for _, d in sidecars if d.get("torch_version")), None)
+    )
     samples = _read_samples(layout, notes)
     plain_hz = plain_clock_from_samples(samples) if samples is not None else None
 
-    specs = [s for p in sidecars for s in load_sidecar(p)]
+    specs = [_spec(b, f"{p}: benchmark {i}") for p, d in sidecars for i, b in enumerate(d["benchmarks"])]
     specs = _merge_specs(specs)
     timer_found = bool(specs)
     if not specs:
@@ -63,7 +64,11 @@ def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") 
             base_hz=env.sm_clock_base_hz,
         )
         if ref_src == "plain":
-            ref_src = f"plain ({spec.timer.clock_source})" if timer_hz and spec.timer else "plain (nvidia-smi samples)"
+            ref_src = (
+                f"plain ({spec.timer.clock_source})"
+                if timer_hz and spec.timer
+                else "plain (nvidia-smi samples)"
+            )
             if ref_hz is None:
                 ref_src = "none"
         n = ncu_stats(ncu, spec, ref_hz) if ncu is not None else None
@@ -93,25 +98,6 @@ def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") 
 # ----------------------------------------------------------------------------- sidecars
 
 
-def load_sidecar(path: Path) -> list[BenchmarkSpec]:
-    """Benchmarks of one timer sidecar (``"format": "nsightwrap-timer"``) with their timings."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportParseError(f"{path}: not a readable timer sidecar ({exc})", hint="the plain pass may have crashed") from None
-    if not isinstance(doc, dict) or doc.get("format") != SIDECAR_FORMAT:
-        raise ReportParseError(f"{path}: not a timer sidecar (format {doc.get('format') if isinstance(doc, dict) else None!r})")
-    if doc.get("version") not in SIDECAR_VERSIONS:
-        raise FormatVersionError(
-            f"{path}: timer sidecar version {doc.get('version')!r} is not supported (this nsightwrap reads {SIDECAR_VERSIONS})",
-            hint="use the nsightwrap version that made the run",
-        )
-    benches = doc.get("benchmarks")
-    if not isinstance(benches, list):
-        raise ReportParseError(f"{path}: field 'benchmarks' must be a list")
-    return [_spec(b, f"{path}: benchmark {i}") for i, b in enumerate(benches)]
-
-
 def _spec(entry: Any, where: str) -> BenchmarkSpec:
     if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
         raise ReportParseError(f"{where} is missing field 'name'")
@@ -138,7 +124,9 @@ def _spec(entry: Any, where: str) -> BenchmarkSpec:
         n=int(entry.get("n") or len(samples)),
         sm_clock_hz=_opt(entry.get("sm_clock_hz")),
         clock_source=str(entry.get("clock_source") or "none"),
-        sample_clock_hz=tuple(float(v) if v is not None else math.nan for v in per_clock) if isinstance(per_clock, list) else None,
+        sample_clock_hz=tuple(float(v) if v is not None else math.nan for v in per_clock)
+        if isinstance(per_clock, list)
+        else None,
         method=dict(entry.get("method") or {}),
     )
     return BenchmarkSpec(name=name, nvtx_path=nvtx_path, params=params, iter_prefix=iter_prefix, timer=timer)
@@ -227,7 +215,9 @@ def _specs_from_profiles(ncu: pd.DataFrame | None, nsys: Any) -> list[BenchmarkS
 # ----------------------------------------------------------------------------- environment
 
 
-def environment(manifest: Mapping[str, Any], layout: RunLayout, torch_version: str | None = None) -> Environment:
+def environment(
+    manifest: Mapping[str, Any], layout: RunLayout, torch_version: str | None = None
+) -> Environment:
     """Fingerprint from the manifest (tools, target, settings) and ``nvidia-smi -q -x``."""
     tools = manifest.get("tools") or {}
     gpu: Mapping[str, Any] = manifest.get("gpu") or {}
@@ -239,7 +229,9 @@ def environment(manifest: Mapping[str, Any], layout: RunLayout, torch_version: s
             g = read_smi_xml(layout.smi_xml)
         except ReportParseError:
             g = None
-    persistence = None if g is None or g.persistence_mode is None else ("enabled" if g.persistence_mode else "disabled")
+    persistence = (
+        None if g is None or g.persistence_mode is None else ("enabled" if g.persistence_mode else "disabled")
+    )
     return Environment(
         gpu_name=_s(g.name if g else gpu.get("name")),
         driver=_s(g.driver_version if g else gpu.get("driver")),
@@ -250,22 +242,13 @@ def environment(manifest: Mapping[str, Any], layout: RunLayout, torch_version: s
         persistence_mode=persistence,
         sm_clock_max_hz=(g.max_clocks.sm_hz or g.max_clocks.graphics_hz) if g else None,
         # nvidia-smi gives the default applications clock for graphics (= SM on data-center GPUs).
-        sm_clock_base_hz=(g.default_applications_clocks.sm_hz or g.default_applications_clocks.graphics_hz) if g else None,
+        sm_clock_base_hz=(g.default_applications_clocks.sm_hz or g.default_applications_clocks.graphics_hz)
+        if g
+        else None,
         throttle_reasons=tuple(g.clock_event_reasons) if g else (),
         command=_command(manifest),
         ncu_cache_control=_ncu_cache_control(manifest),
     )
-
-
-def _torch_version(sidecars: Sequence[Path]) -> str | None:
-    for p in sidecars:
-        try:
-            v = json.loads(p.read_text(encoding="utf-8")).get("torch_version")
-        except (OSError, ValueError, AttributeError):
-            continue
-        if v:
-            return str(v)
-    return None
 
 
 def _s(v: Any) -> str | None:

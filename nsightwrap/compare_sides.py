@@ -22,10 +22,10 @@ from nsightwrap.compare import METRICS, Samples, Side
 from nsightwrap.contract import PASS_PLAIN, SIDECAR_FORMAT, SIDECAR_GLOB
 from nsightwrap.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
 from nsightwrap.model import FORMAT_VERSION, REPORT_FORMAT
+from nsightwrap.parsers.sidecar import check_sidecar, read_sidecar_doc
 
-#: Versions of the report JSON and of the timer sidecar this reader understands.
+#: Versions of the report JSON this reader understands (sidecars: nsightwrap.parsers.sidecar).
 REPORT_VERSIONS = (FORMAT_VERSION,)
-SIDECAR_VERSIONS = (1,)
 
 
 def load_side(path: Path, metric: str = "timer") -> Side:
@@ -55,8 +55,7 @@ def _load(path: Path, metric: str) -> Side:
         return side_from_report(doc, label=str(path), metric=metric, where=str(path))
     if fmt == SIDECAR_FORMAT:
         _need_timer(path, metric)
-        _check_version(path, doc, SIDECAR_VERSIONS, "timer sidecar")
-        return _side_from_sidecars([(path, doc)], label=str(path))
+        return _side_from_sidecars([(path, check_sidecar(path, doc))], label=str(path))
     raise ReportParseError(
         f"{path}: not an nsightwrap report (format {fmt!r})",
         hint=f"give a run directory, a '{REPORT_FORMAT}' JSON (nsightwrap report --format json) or a timer sidecar",
@@ -74,14 +73,7 @@ def _load_run_dir(path: Path, metric: str) -> Side:
                 f"{path}: no timer sidecar ({PASS_PLAIN}/{SIDECAR_GLOB})",
                 hint="run the benchmark with the plain pass (nsightwrap profile --passes plain ...)",
             )
-        docs = []
-        for p in sidecars:
-            doc = _read_json(p)
-            if doc.get("format") != SIDECAR_FORMAT:
-                raise ReportParseError(f"{p}: not a timer sidecar (format {doc.get('format')!r})")
-            _check_version(p, doc, SIDECAR_VERSIONS, "timer sidecar")
-            docs.append((p, doc))
-        return _side_from_sidecars(docs, label=str(path))
+        return _side_from_sidecars([(p, read_sidecar_doc(p)) for p in sidecars], label=str(path))
     try:
         from nsightwrap.analysis import analyze
         from nsightwrap.export.jsonio import report_to_dict

@@ -7,13 +7,12 @@ result is one ``View``. Exporters (``export.frames``) print it.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from nsightwrap.errors import FormatVersionError, ReportParseError, UsageError
+from nsightwrap.errors import ReportParseError, UsageError
 from nsightwrap.reportkind import ReportKind, detect
 
 
@@ -173,16 +172,8 @@ TIMER_COLUMNS = (
 
 
 def _timer_view(path: Path) -> View:
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    if doc.get("version") != 1:
-        raise FormatVersionError(
-            f"{path} is a timer sidecar of version {doc.get('version')!r}; this nsightwrap reads "
-            "version 1: upgrade nsightwrap"
-        )
-    benches = doc.get("benchmarks")
-    if not isinstance(benches, list):
-        raise ReportParseError(
-            f"{path}: field 'benchmarks' is missing or not a list; the timer did not finish"
-        )
+    from nsightwrap.parsers.sidecar import read_sidecar_doc
+
+    benches = read_sidecar_doc(path)["benchmarks"]
     frame = pd.DataFrame([{c: b.get(c) for c in TIMER_COLUMNS} for b in benches], columns=list(TIMER_COLUMNS))
     return View(f"timer sidecar: {path}", frame, TIMER_COLUMNS)

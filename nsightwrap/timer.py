@@ -25,7 +25,7 @@ import nvtx
 
 from nsightwrap import contract
 from nsightwrap.clockprobe import NvmlSampler, align, nvml_handle, reason_names
-from nsightwrap.errors import FormatVersionError, InputNotFound, NoCudaError, ReportParseError, UsageError
+from nsightwrap.errors import NoCudaError, ReportParseError, UsageError
 from nsightwrap.stats import Stopper, StopReason, StopRule, summarize
 
 _DOMAIN = nvtx.get_domain(contract.NVTX_DOMAIN)
@@ -319,21 +319,9 @@ class TimerSidecar:
 
 def read_sidecar(path: str | os.PathLike[str]) -> TimerSidecar:
     """Read a sidecar written by ``write_sidecar``, refusing unknown formats and versions."""
-    path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError as exc:
-        raise InputNotFound(f"timer sidecar {path} does not exist", hint="check the run directory") from exc
-    except (OSError, ValueError) as exc:
-        raise ReportParseError(f"timer sidecar {path} is not readable JSON: {exc}") from exc
-    if not isinstance(doc, dict) or doc.get("format") != contract.SIDECAR_FORMAT:
-        raise ReportParseError(f"{path} is not a timer sidecar (format {contract.SIDECAR_FORMAT!r} expected)")
-    if doc.get("version") != contract.SIDECAR_VERSION:
-        raise FormatVersionError(
-            f"timer sidecar {path} has version {doc.get('version')!r}; this nsightwrap reads "
-            f"version {contract.SIDECAR_VERSION}",
-            hint="re-run the plain pass with this nsightwrap",
-        )
+    from nsightwrap.parsers.sidecar import read_sidecar_doc
+
+    doc = read_sidecar_doc(path)
     return TimerSidecar(
         pid=int(doc.get("pid", 0)),
         device=dict(doc.get("device") or {}),

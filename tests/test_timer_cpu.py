@@ -125,7 +125,7 @@ def test_sidecar_errors(tmp_path, ref_dir) -> None:
         read_sidecar(tmp_path / "nope.json")
     path = tmp_path / "t.json"
     path.write_text("{not json")
-    with pytest.raises(ReportParseError, match="not readable JSON"):
+    with pytest.raises(ReportParseError, match="not valid JSON"):
         read_sidecar(path)
     path.write_text(json.dumps({"format": "nsightwrap-run", "version": 1}))
     with pytest.raises(ReportParseError, match="not a timer sidecar"):

@@ -1,0 +1,68 @@
+"""The timer sidecar (``plain/timer-<pid>.json``): read and checked in one place for every reader.
+
+The timer writes it (``nsightwrap.timer.write_sidecar``); the analysis, ``inspect`` and
+``compare`` read it through ``read_sidecar_doc`` and map its benchmarks as each needs. Only the
+standard library is used, so the timer itself can read a sidecar back without pandas.
+
+Format versions (``"version"``):
+  1 (2026-11): first version; fields in docs/contracts.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from nsightwrap.contract import SIDECAR_FORMAT
+from nsightwrap.errors import FormatVersionError, InputNotFound, ReportParseError
+
+#: Sidecar versions this nsightwrap reads.
+SIDECAR_VERSIONS = (1,)
+
+
+def read_json_object(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
+    """A JSON file whose top level is an object; one clear error for a missing, unreadable,
+    truncated or foreign file (``what`` names the kind of file in the message)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise InputNotFound(f"{what} {path} does not exist", hint="check the path") from exc
+    except OSError as exc:
+        raise InputNotFound(f"{what} {path}: cannot read ({exc.strerror})") from exc
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ReportParseError(
+            f"{what} {path} is not valid JSON ({exc})", hint="the file may be truncated"
+        ) from exc
+    if not isinstance(doc, dict):
+        raise ReportParseError(f"{what} {path}: expected a JSON object at the top level")
+    return doc
+
+
+def check_sidecar(path: str | os.PathLike[str], doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` if it is a timer sidecar of a known version with a list of benchmarks."""
+    if doc.get("format") != SIDECAR_FORMAT:
+        raise ReportParseError(
+            f"{path} is not a timer sidecar (format {doc.get('format')!r}, {SIDECAR_FORMAT!r} expected)"
+        )
+    if doc.get("version") not in SIDECAR_VERSIONS:
+        raise FormatVersionError(
+            f"timer sidecar {path} has version {doc.get('version')!r}; this nsightwrap reads "
+            f"version {', '.join(map(str, SIDECAR_VERSIONS))}",
+            hint="use the nsightwrap version that made the run, or run the plain pass again",
+        )
+    if not isinstance(doc.get("benchmarks"), list):
+        raise ReportParseError(
+            f"timer sidecar {path}: field 'benchmarks' is missing or not a list",
+            hint="the timer did not finish",
+        )
+    return doc
+
+
+def read_sidecar_doc(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The checked JSON document of one timer sidecar."""
+    return check_sidecar(path, read_json_object(path, "timer sidecar"))
