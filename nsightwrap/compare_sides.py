@@ -12,7 +12,6 @@ the clock, so two runs at different clocks compare fairly in cycles).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,7 +21,7 @@ from nsightwrap.compare import METRICS, Samples, Side
 from nsightwrap.contract import PASS_PLAIN, SIDECAR_FORMAT, SIDECAR_GLOB
 from nsightwrap.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
 from nsightwrap.model import FORMAT_VERSION, REPORT_FORMAT
-from nsightwrap.parsers.sidecar import check_sidecar, read_sidecar_doc
+from nsightwrap.parsers.sidecar import check_sidecar, read_json_object, read_sidecar_doc
 
 #: Versions of the report JSON this reader understands (sidecars: nsightwrap.parsers.sidecar).
 REPORT_VERSIONS = (FORMAT_VERSION,)
@@ -48,7 +47,7 @@ def load_side(path: Path, metric: str = "timer") -> Side:
 def _load(path: Path, metric: str) -> Side:
     if path.is_dir():
         return _load_run_dir(path, metric)
-    doc = _read_json(path)
+    doc = read_json_object(path, "comparison input")
     fmt = doc.get("format")
     if fmt == REPORT_FORMAT:
         _check_version(path, doc, REPORT_VERSIONS, "report JSON")
@@ -189,20 +188,6 @@ def side_from_report(doc: Mapping[str, Any], *, label: str, metric: str, where: 
 
 
 # ---------------------------------------------------------------- field readers
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputNotFound(f"{path}: cannot read ({exc.strerror})") from exc
-    try:
-        doc = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ReportParseError(f"{path}: not valid JSON ({exc})", hint="the file may be truncated") from exc
-    if not isinstance(doc, dict):
-        raise ReportParseError(f"{path}: expected a JSON object at the top level")
-    return doc
 
 
 def _check_version(path: Path, doc: Mapping[str, Any], known: tuple[int, ...], what: str) -> None:
