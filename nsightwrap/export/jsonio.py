@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from nsightwrap import __version__
-from nsightwrap.errors import FormatVersionError, InputNotFound, ReportParseError
+from nsightwrap.errors import FormatVersionError, ReportParseError
 from nsightwrap.model import (
     FORMAT_VERSION,
     REPORT_FORMAT,
@@ -63,13 +63,9 @@ def write_report_json(result: RunResult, path: Path | None = None) -> str:
 
 def load_report_json(path: Path) -> RunResult:
     """Read a report JSON back; unknown versions raise FormatVersionError, bad files ReportParseError."""
-    path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputNotFound(f"{path}: no such file", hint="give a file written by nsightwrap report --format json") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportParseError(f"{path}: not valid JSON ({exc})", hint="the file may be truncated") from None
+    from nsightwrap.parsers.sidecar import read_json_object
+
+    doc = read_json_object(path, "report JSON")
     return report_from_dict(doc, where=str(path))
 
 
