@@ -10,7 +10,9 @@ import json
 from enum import Enum
 from pathlib import Path
 
+from nsightwrap.contract import SIDECAR_FORMAT
 from nsightwrap.errors import InputNotFound, ReportParseError
+from nsightwrap.model import REPORT_FORMAT
 
 _HEAD_BYTES = 64 * 1024
 
@@ -85,7 +87,9 @@ def _from_content(head: bytes, p: Path) -> ReportKind | None:
         return ReportKind.SMI_XML if "<nvidia_smi_log" in text else None
     if stripped.startswith("{"):
         return _json_kind(p)
-    first = stripped.split("\n", 1)[0]
+    # ncu prints its own ==PROF== / ==WARNING== lines before the CSV when stdout is captured.
+    lines = [ln for ln in stripped.splitlines() if not ln.startswith("==")]
+    first = lines[0] if lines else ""
     if first.startswith('"ID"') and '"Kernel Name"' in first:
         return ReportKind.NCU_CSV
     low = first.lower()
@@ -101,8 +105,8 @@ def _json_kind(p: Path) -> ReportKind | None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     fmt = doc.get("format") if isinstance(doc, dict) else None
-    if fmt == "nsightwrap-timer":
+    if fmt == SIDECAR_FORMAT:
         return ReportKind.TIMER_JSON
-    if fmt == "nsightwrap-report":
+    if fmt == REPORT_FORMAT:
         return ReportKind.REPORT_JSON
     return None

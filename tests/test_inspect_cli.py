@@ -307,3 +307,13 @@ def test_real_nsys_exports_the_scenario_report(capsys: pytest.CaptureFixture[str
     code, out, _ = cli(capsys, str(SCEN / "scenarios.sqlite"), "--by", "range", "--format", "json")
     assert got == {r["range"]: (r["ops"], r["span_ns"]) for r in json.loads(out)}
     assert rep.with_suffix(".sqlite").is_file()
+
+
+def test_ncu_csv_with_the_profilers_own_lines_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`ncu --csv ... > file` also captures ncu's ==PROF== lines above the CSV header."""
+    csv = tmp_path / "captured.csv"
+    raw = (REF / "workload_raw.csv").read_text()
+    csv.write_text("==PROF== Connected to process 480 (/usr/bin/python3.12)\n" + raw)
+    code, out, err = cli(capsys, str(csv), "--format", "json")
+    assert code == 0, err
+    assert len(json.loads(out)) == 18

@@ -10,6 +10,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from nsightwrap import __version__
 from nsightwrap.errors import EXIT_INTERRUPTED, NsightwrapError
@@ -53,24 +54,20 @@ def _register() -> None:
     import importlib
 
     for mod in ("inspect_cmd", "profile_cmd", "report_cmd", "compare_cmd"):
-        try:
-            importlib.import_module(f"nsightwrap.cli.{mod}")
-        except ModuleNotFoundError as exc:  # a command not built yet must not break the others
-            if exc.name != f"nsightwrap.cli.{mod}":
-                raise
+        importlib.import_module(f"nsightwrap.cli.{mod}")
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and of ``python -m nsightwrap``."""
     _register()
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
         # standalone mode: Typer prints usage errors itself and exits 2.
         app(args=argv, prog_name="nsightwrap")
     except NsightwrapError as exc:
-        if debug:
+        if _state["debug"]:  # set by the root callback: the target's own --debug does not count
             raise
-        err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        # Messages hold paths and kernel names: print them as text, never as rich markup.
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err_console.print("[bold red]interrupted[/]")

@@ -19,7 +19,7 @@ _STYLE = {
 
 def render_table(c: Comparison) -> Group:
     """The comparison as a renderable: header, one row per benchmark, summary."""
-    table = Table(title=f"{c.baseline} -> {c.current}", title_justify="left")
+    table = Table(title=Text(f"{c.baseline} -> {c.current}"), title_justify="left")
     for col in ("benchmark", "verdict", "baseline median [min, Q3]", "current median [min, Q3]"):
         table.add_column(col, overflow="fold")
     table.add_column("time change [CI]")
