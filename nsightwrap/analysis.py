@@ -283,6 +283,9 @@ def _ncu_cache_control(manifest: Mapping[str, Any]) -> str:
         if isinstance(p, Mapping) and p.get("name") == PASS_NCU:
             for c in p.get("commands") or []:
                 argv = list(c.get("argv") or []) if isinstance(c, Mapping) else []
-                if "--cache-control" in argv[:-1]:
-                    return str(argv[argv.index("--cache-control") + 1])
+                for i, a in enumerate(argv):
+                    if a == "--cache-control" and i + 1 < len(argv):
+                        return str(argv[i + 1])
+                    if a.startswith("--cache-control="):
+                        return a.split("=", 1)[1]
     return "all"

@@ -90,7 +90,7 @@ def parse_clock_ref(text: str) -> str | float:
     t = text.strip().lower()
     if t in CLOCK_REF_KEYWORDS:
         return t
-    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*(hz|khz|mhz|ghz)?", t)
+    m = re.fullmatch(r"((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?)\s*(hz|khz|mhz|ghz)?", t)
     if not m:
         raise UsageError(
             f"--clock-ref {text!r} is neither plain, boost, base nor a frequency",
@@ -109,10 +109,14 @@ def reference_clock(
     """The clock to normalize to and where it came from (``plain``, ``boost``, ``base``, ``given``)."""
     if isinstance(choice, float):
         return choice, "given"
-    if choice == "boost":
-        return boost_hz, "boost"
-    if choice == "base":
-        return base_hz, "base"
+    if choice in ("boost", "base"):
+        hz = boost_hz if choice == "boost" else base_hz
+        if hz is None:
+            raise UsageError(
+                f"--clock-ref {choice}: the run has no {choice} clock (env/nvidia-smi-q-x.xml is missing or lacks it)",
+                hint="give the clock in Hz, e.g. --clock-ref 1.98e9, or use --clock-ref plain",
+            )
+        return hz, choice
     return plain_hz, "plain"
 
 

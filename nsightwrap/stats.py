@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from nsightwrap.errors import UsageError
+
 #: Scale of the median's confidence interval: median +- 1.57 * IQR / sqrt(n) is the ~95 %
 #: interval of a boxplot notch (McGill, Tukey & Larsen 1978). It needs no normality and
 #: ignores outliers, which GPU timings always have (a preemption, a clock step).
@@ -102,9 +104,9 @@ class StopRule:
 
     def __post_init__(self) -> None:
         if self.min_samples < 1 or self.max_samples < 1:
-            raise ValueError("min_samples and max_samples must be at least 1")
+            raise UsageError(f"min_samples={self.min_samples} and max_samples={self.max_samples} must be at least 1")
         if self.rel_precision < 0 or self.budget_s < 0:
-            raise ValueError("rel_precision and budget_s must not be negative")
+            raise UsageError(f"rel_precision={self.rel_precision} and budget_s={self.budget_s} must not be negative")
 
     def decide(self, samples: Sequence[float] | np.ndarray, elapsed_s: float) -> StopReason | None:
         """The reason to stop now, or None to keep sampling."""

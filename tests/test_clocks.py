@@ -84,3 +84,18 @@ def test_parse_clock_ref() -> None:
     assert reference_clock("boost", plain_hz=1.7e9, boost_hz=1.98e9, base_hz=1.6e9) == (1.98e9, "boost")
     assert reference_clock("base", plain_hz=1.7e9, boost_hz=1.98e9, base_hz=1.6e9) == (1.6e9, "base")
     assert reference_clock(1.5e9, plain_hz=1.7e9, boost_hz=None, base_hz=None) == (1.5e9, "given")
+
+
+def test_clock_ref_forms_and_a_missing_boost_clock() -> None:
+    from nsightwrap.clocks import parse_clock_ref, reference_clock
+    from nsightwrap.errors import UsageError
+
+    assert parse_clock_ref("1.98e+9") == 1.98e9
+    assert parse_clock_ref("1980MHz") == 1.98e9
+    assert parse_clock_ref(".5GHz") == 0.5e9
+    for bad in ("", ".", "e9", "fast", "1980"):  # 1980 Hz is below 1 MHz: a unit was forgotten
+        with pytest.raises(UsageError):
+            parse_clock_ref(bad)
+    assert reference_clock("boost", plain_hz=1.6e9, boost_hz=1.98e9, base_hz=None) == (1.98e9, "boost")
+    with pytest.raises(UsageError, match="no base clock"):
+        reference_clock("base", plain_hz=1.6e9, boost_hz=1.98e9, base_hz=None)

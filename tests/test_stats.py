@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from nsightwrap.errors import UsageError
 from nsightwrap.stats import Stopper, StopReason, StopRule, median_rel_ci, summarize
 
 
@@ -85,9 +86,9 @@ def test_rule_budget_and_max() -> None:
 
 
 def test_rule_rejects_nonsense() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(UsageError):
         StopRule(min_samples=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(UsageError):
         StopRule(rel_precision=-1)
 
 

@@ -207,7 +207,9 @@ def profile_command(
             "[bold red]interrupted[/]: the passes were stopped; what they wrote is kept", highlight=False
         )
     if code != EXIT_INTERRUPTED and not no_analyze:
-        code = _analyze(layout.root, out, err, show=not quiet) or code
+        # A pass's failure (3) or timeout (4) stays the exit code; the analysis can only add one.
+        analysis_code = _analyze(layout.root, out, err, show=not quiet)
+        code = code or analysis_code
     out.print(
         escape(
             f"run directory: {run_dir} ({status}); reports: nsightwrap report {shlex.quote(str(run_dir))}"
