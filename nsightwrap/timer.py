@@ -560,11 +560,10 @@ def _profile_iterations(
     iters = _ncu_iters()
     api = os.environ.get(contract.ENV_NCU_PROFILER_API) == "1"
     fn()
+    # One call per iteration even in graph mode: the reconciliation compares ncu's kernels per
+    # call, and a graph of k calls would only multiply ncu's replays by k.
     k = 1
     runner: Callable[[], Any] = fn
-    if cuda_graph:
-        k = _graph_calls(graph_calls, flush_l2, math.inf)
-        runner = _capture_graph(gpu, fn, k)
     torch.cuda.synchronize()
     for i in range(iters):
         if flush_l2:
