@@ -92,7 +92,12 @@ class Samples:
 def bench_key(name: str, params: Iterable[tuple[str, str]]) -> str:
     """The name a benchmark is matched and shown by, as the NVTX contract spells it."""
     items = sorted(params)
-    return f"{name}[{','.join(f'{k}={v}' for k, v in items)}]" if items else name
+    if not items:
+        return name
+    # The timer names a sweep point `mm[M=64,N=8]` AND records its params: key on the base name
+    # and the params sorted, so the key is the same whatever order the sweep declared them in.
+    base = name.split("[", 1)[0] if name.endswith("]") else name
+    return f"{base}[{','.join(f'{k}={v}' for k, v in items)}]"
 
 
 @dataclass(frozen=True)

@@ -220,6 +220,17 @@ def test_params_match_in_any_order(tmp_path: Path, capsys: pytest.CaptureFixture
     assert doc["added"] == [] and doc["removed"] == []
 
 
+
+def test_sweep_names_as_the_timer_writes_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The timer names a sweep point `mm[n=4096,m=64]` and records its params too: the key holds
+    each parameter once, sorted, whatever order each side's sweep declared."""
+    a = write_run(tmp_path / "a", seed=1, benches={"mm[m=64,n=4096]": (12.3e3, True)}, params={"m": 64, "n": 4096})
+    b = write_run(tmp_path / "b", seed=2, benches={"mm[n=4096,m=64]": (12.3e3, True)}, params={"n": 4096, "m": 64})
+    doc = json.loads(cli(capsys, a, b, "--format", "json")[1])
+    assert [x["benchmark"] for x in doc["benchmarks"]] == ["mm[m=64,n=4096]"]
+    assert doc["added"] == [] and doc["removed"] == []
+
+
 def report_json(path: Path, seed: int, scale: float, iters: int, version: int = 1) -> Path:
     rng = np.random.default_rng(seed)
     t = 285e3 * scale * (1 + 0.003 * rng.standard_normal(iters))
