@@ -1,7 +1,7 @@
 """In-process GPU timer: ``bench``, ``benchmark`` sweeps, ``BenchResult`` and ``Region``.
 
 Imported inside the user's process, so it depends only on torch (imported lazily, on the first
-measurement), nvtx, NVML and nsightwrap's own dependency-free modules.
+measurement), nvtx, NVML, numpy and nsightwrap's own light modules (no pandas).
 
 One sample is: [GPU sleep holding the queue] [L2 flush: write then read] start-event
 ``iter<i>``{fn} end-event. Everything is queued while the GPU sleeps, so the event window

@@ -8,7 +8,7 @@ import math
 import shlex
 
 from nsightwrap.export import reportfmt as f
-from nsightwrap.export.escape import md_cell
+from nsightwrap.export.escape import html, md_cell
 from nsightwrap.model import BenchmarkResult, RunResult
 
 
@@ -72,7 +72,7 @@ def _kernels(b: BenchmarkResult) -> list[str]:
     ]
     head = ["iter", "kernel", "duration", "SM clock", "cycles", "SM %", "memory %", "clock model", "at ref clock"]
     return [
-        f"<details><summary>{md_cell(f.label(b))}: {len(b.ncu.kernels)} kernels profiled by ncu</summary>",
+        f"<details><summary>{html(f.label(b))}: {len(b.ncu.kernels)} kernels profiled by ncu</summary>",
         "",
         *_table(head, rows, left=("kernel", "clock model")),
         "",
