@@ -272,6 +272,14 @@ class Profiler:
         out, err = self.layout.logs(PASS_NCU)
         text = _log_text(out, err)
         kernels = _count_kernels(text)
+        if kernels == 0 and _NO_KERNELS not in text and self.layout.ncu_report.is_file():
+            # ncu printed no progress lines (--quiet, --log-file): count the report's kernels.
+            from nsightwrap.parsers.ncu import check_ncu_rep
+
+            try:
+                kernels = check_ncu_rep(self.layout.ncu_report)
+            except NsightwrapError:
+                pass  # a damaged report: the zero-kernel problem below says what to do
         problem: Problem | None = None
         if _PERM in text:
             problem = Problem(

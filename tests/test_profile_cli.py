@@ -502,3 +502,14 @@ def test_analysis_summary_and_final_line(tmp_path: Path, monkeypatch, capsys) ->
 def test_fake_path_is_what_the_tests_use() -> None:
     assert all(Path(p, n).is_file() for p, n in zip(FAKE_PATH, ("ncu", "nsys"), strict=True))
     assert not alive(2**22 + 1)
+
+
+def test_ncu_quiet_counts_kernels_from_the_report(tmp_path: Path, monkeypatch, capsys) -> None:
+    """ncu --quiet prints no ==PROF== lines: the kernels are counted in the report instead, and a
+    good run is not taken for one that profiled nothing."""
+    use_fakes(monkeypatch, tmp_path)
+    r = profile(capsys, "-o", "run", "--passes", "ncu", "--no-analyze", "--ncu-args", "--quiet", T)
+    assert r.code == 0, r.err
+    p = passes(manifest(tmp_path / "run"))["ncu"]
+    assert (p["status"], p["kernels_profiled"]) == ("ok", 18)
+    assert (tmp_path / "run" / "ncu" / "stdout.log").read_text().count("==PROF==") == 0
