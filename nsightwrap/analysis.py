@@ -41,7 +41,7 @@ def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") 
     env = environment(
         manifest, layout, next((str(d["torch_version"]) for _, d in sidecars if d.get("torch_version")), None)
     )
-    samples = _read_samples(layout, notes)
+    samples = _one_gpu(_read_samples(layout, notes), [d.get("device") for _, d in sidecars], notes)
     plain_hz = plain_clock_from_samples(samples) if samples is not None else None
 
     specs = [_spec(b, f"{p}: benchmark {i}") for p, d in sidecars for i, b in enumerate(d["benchmarks"])]
@@ -174,6 +174,25 @@ def _read_nsys(layout: RunLayout, notes: list[str]) -> Any:
     from nsightwrap.parsers.nsys import read_nsys
 
     return read_nsys(layout.nsys_sqlite)
+
+
+def _uuid_key(u: object) -> str:
+    # nvidia-smi writes "GPU-6f1c...", torch "6f1c...".
+    return str(u).strip().lower().removeprefix("gpu-")
+
+
+def _one_gpu(samples: pd.DataFrame | None, devices: Sequence[Any], notes: list[str]) -> pd.DataFrame | None:
+    """The sample rows of the GPU the timer ran on (nvidia-smi logs every GPU of the host)."""
+    if samples is None or "gpu_uuid" not in samples or samples["gpu_uuid"].nunique() < 2:
+        return samples
+    uuids = {_uuid_key(d["uuid"]) for d in devices if isinstance(d, Mapping) and d.get("uuid")}
+    keep = samples["gpu_uuid"].map(_uuid_key).isin(uuids)
+    if uuids and bool(keep.any()):
+        return samples[keep].reset_index(drop=True)
+    notes.append(
+        f"clock samples cover {samples['gpu_uuid'].nunique()} GPUs and the timer named none of them: not used"
+    )
+    return None
 
 
 def _read_samples(layout: RunLayout, notes: list[str]) -> pd.DataFrame | None:

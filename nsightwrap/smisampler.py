@@ -15,7 +15,9 @@ from types import TracebackType
 from nsightwrap.launch import Background
 
 #: Columns of the sample log (read back by parsers.smi.read_smi_samples).
-SMI_QUERY = "timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active"
+#: nvidia-smi samples every GPU of the host: the uuid says which row is which (the analysis keeps
+#: the GPU the timer ran on).
+SMI_QUERY = "timestamp,uuid,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active"
 DEFAULT_INTERVAL_MS = 50
 
 

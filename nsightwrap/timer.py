@@ -360,6 +360,7 @@ class _Gpu:
             "l2_bytes": int(props.L2_cache_size),
         }
         uuid = str(getattr(props, "uuid", "") or "") or None
+        self.device["uuid"] = uuid  # matches nvidia-smi's rows to this GPU
         pci = None
         if hasattr(props, "pci_bus_id"):
             pci = f"{getattr(props, 'pci_domain_id', 0):08x}:{props.pci_bus_id:02x}:{getattr(props, 'pci_device_id', 0):02x}.0"

@@ -170,6 +170,7 @@ def read_smi_xml(path: str | Path, index: int = 0) -> GpuInfo:
 _SAMPLE_FIELDS = {
     "timestamp": "time",
     "index": "gpu",
+    "uuid": "gpu_uuid",
     "clocks.current.sm": "sm_clock_hz", "clocks.sm": "sm_clock_hz",
     "clocks.current.memory": "mem_clock_hz", "clocks.mem": "mem_clock_hz",
     "clocks.current.graphics": "graphics_clock_hz", "clocks.gr": "graphics_clock_hz",
@@ -235,13 +236,15 @@ def read_smi_samples(path: str | Path) -> pd.DataFrame:
                     rec[col] = _bitmask(value)
                 elif col == "gpu":
                     rec[col] = int(value)
+                elif col == "gpu_uuid":
+                    rec[col] = value.strip()
                 else:
                     rec[col] = math.nan if value.strip() in _NA else parse_quantity(value, unit)
             except ValueError:
                 raise ReportParseError(f"{p}: line {line}: {value!r} is not a valid {col}",
                                        hint=_CSV_HINT) from None  # fmt: skip
         records.append(rec)
-    extra = [c for c in ("gpu", "graphics_clock_hz") if any(c == col for col, _ in fields)]
+    extra = [c for c in ("gpu", "gpu_uuid", "graphics_clock_hz") if any(c == col for col, _ in fields)]
     df = pd.DataFrame.from_records(records, columns=[*SAMPLE_COLUMNS, *extra])
     try:
         df["time"] = pd.to_datetime(df["time"], format="%Y/%m/%d %H:%M:%S.%f")
