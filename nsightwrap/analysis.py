@@ -7,8 +7,8 @@ files only (the parsers never launch anything) and returns a ``RunResult`` for t
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,7 @@ from nsightwrap.model import ClockSample, Environment, RunResult, Settings, Time
 from nsightwrap.parsers.sidecar import read_sidecar_doc
 from nsightwrap.reconcile import BenchmarkSpec, ncu_stats, nsys_stats, reconcile, specs_from_nvtx
 from nsightwrap.rundir import RunLayout, read_manifest
-
-#: Timer sidecar versions this reader understands.
+from nsightwrap.stats import summarize
 
 
 def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") -> RunResult:
@@ -112,32 +111,50 @@ def _spec(entry: Any, where: str) -> BenchmarkSpec:
         # Written under a profiler pass: it names the benchmark but timed nothing.
         return BenchmarkSpec(name=name, nvtx_path=nvtx_path, params=params, iter_prefix=iter_prefix)
     samples = tuple(float(v) for v in raw)
-    q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
     per_clock = entry.get("sample_clock_hz")
-    timer = TimerStats(
-        samples_ns=samples,
-        median_ns=_f(entry.get("median_ns"), statistics.median(samples)),
-        min_ns=_f(entry.get("min_ns"), min(samples)),
-        mean_ns=_f(entry.get("mean_ns"), statistics.fmean(samples)),
-        stdev_ns=_f(entry.get("stdev_ns"), statistics.stdev(samples) if len(samples) > 1 else 0.0),
-        iqr_ns=_f(entry.get("iqr_ns"), q[2] - q[0]),
-        n=int(entry.get("n") or len(samples)),
+    timer = _timer_stats(
+        samples,
+        tuple(float(v) if v is not None else math.nan for v in per_clock) if isinstance(per_clock, list) else None,
         sm_clock_hz=_opt(entry.get("sm_clock_hz")),
         clock_source=str(entry.get("clock_source") or "none"),
-        sample_clock_hz=tuple(float(v) if v is not None else math.nan for v in per_clock)
-        if isinstance(per_clock, list)
-        else None,
         method=dict(entry.get("method") or {}),
     )
     return BenchmarkSpec(name=name, nvtx_path=nvtx_path, params=params, iter_prefix=iter_prefix, timer=timer)
 
 
+def _timer_stats(
+    samples: tuple[float, ...],
+    sample_clock_hz: tuple[float, ...] | None,
+    *,
+    sm_clock_hz: float | None,
+    clock_source: str,
+    method: dict[str, Any],
+) -> TimerStats:
+    # The same statistics as the timer's own (nsightwrap.stats), so report and timer agree.
+    st = summarize(samples)
+    return TimerStats(
+        samples_ns=samples, median_ns=st.median, min_ns=st.min, mean_ns=st.mean, stdev_ns=st.stdev,
+        iqr_ns=st.iqr, n=st.n, sm_clock_hz=sm_clock_hz, clock_source=clock_source,
+        sample_clock_hz=sample_clock_hz, method=method,
+    )  # fmt: skip
+
+
 def _merge_specs(specs: Sequence[BenchmarkSpec]) -> list[BenchmarkSpec]:
-    # Several processes may time the same benchmark; the first one's timings are kept, in order.
+    # Several processes may time the same benchmark: their samples are pooled, as compare does;
+    # the clock and method are the first process's.
     seen: dict[str, BenchmarkSpec] = {}
     for s in specs:
-        if s.nvtx_path not in seen or (seen[s.nvtx_path].timer is None and s.timer is not None):
-            seen[s.nvtx_path] = s
+        have = seen.get(s.nvtx_path)
+        if have is None or have.timer is None:
+            seen[s.nvtx_path] = s if have is None or s.timer is not None else have
+        elif s.timer is not None:
+            a, b = have.timer, s.timer
+            clocks = a.sample_clock_hz + b.sample_clock_hz if a.sample_clock_hz and b.sample_clock_hz else None
+            pooled = _timer_stats(
+                a.samples_ns + b.samples_ns, clocks,
+                sm_clock_hz=a.sm_clock_hz, clock_source=a.clock_source, method=dict(a.method),
+            )  # fmt: skip
+            seen[s.nvtx_path] = replace(have, timer=pooled)
     return list(seen.values())
 
 

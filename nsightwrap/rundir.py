@@ -27,10 +27,6 @@ MANIFEST_VERSION = 1
 MANIFEST_NAME = "manifest.json"
 DEFAULT_ROOT = "nsightwrap-runs"
 
-#: Pass statuses and overall statuses written to the manifest.
-PASS_STATUSES = ("ok", "failed", "skipped", "timeout", "interrupted")
-RUN_STATUSES = ("complete", "failed", "interrupted")
-
 
 @dataclass(frozen=True)
 class RunLayout:

@@ -17,6 +17,9 @@ import numpy as np
 
 from nsightwrap.errors import UsageError
 
+#: Most samples queued between two checks of the stopping rule (the timer keeps this many event pairs).
+MAX_BATCH = 200
+
 #: Scale of the median's confidence interval: median +- 1.57 * IQR / sqrt(n) is the ~95 %
 #: interval of a boxplot notch (McGill, Tukey & Larsen 1978). It needs no normality and
 #: ignores outliers, which GPU timings always have (a preemption, a clock step).
@@ -155,4 +158,4 @@ class Stopper:
             return 0
         by_time = int(batch_s / per_sample_s) if per_sample_s > 0 else room
         want = max(1, by_time, rule.min_samples - n_done)
-        return min(room, want, 200)
+        return min(room, want, MAX_BATCH)

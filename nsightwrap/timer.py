@@ -26,7 +26,7 @@ import nvtx
 from nsightwrap import contract
 from nsightwrap.clockprobe import NvmlSampler, align, nvml_handle, reason_names
 from nsightwrap.errors import NoCudaError, ReportParseError, UsageError
-from nsightwrap.stats import Stopper, StopReason, StopRule, summarize
+from nsightwrap.stats import MAX_BATCH, Stopper, StopReason, StopRule, summarize
 
 _DOMAIN = nvtx.get_domain(contract.NVTX_DOMAIN)
 
@@ -739,7 +739,7 @@ def _sample_loop(
     overhead = empty_ns if subtract_overhead and (hold or cuda_graph) else 0.0
     method["overhead_ns"] = overhead
 
-    events = [(gpu.event(), gpu.event()) for _ in range(200)]
+    events = [(gpu.event(), gpu.event()) for _ in range(MAX_BATCH)]
     ref = gpu.event()
     samples: list[float] = []
     windows: list[tuple[float, float]] = []

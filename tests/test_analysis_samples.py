@@ -49,3 +49,21 @@ def test_unknown_gpu_drops_the_samples_with_a_note(tmp_path: Path) -> None:
     result = analyze(two_gpu_run(tmp_path, timer_uuid=None))
     assert result.clock_trace == ()
     assert any("cover 2 GPUs" in n for n in result.notes)
+
+
+def test_samples_of_one_benchmark_from_two_processes_are_pooled(tmp_path: Path) -> None:
+    """Two processes timed the same benchmarks (two sidecars): the report pools their samples, as
+    compare does, with the timer's own statistics."""
+    import numpy as np
+
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run, ignore=shutil.ignore_patterns("*.ncu-rep", "*.nsys-rep"))
+    (first,) = list((run / "plain").glob("timer-*.json"))
+    doc = json.loads(first.read_text())
+    (run / "plain" / "timer-999999.json").write_text(json.dumps(doc))
+    bench = {b.name: b for b in analyze(run).benchmarks}["mm_large"]
+    raw = next(b for b in doc["benchmarks"] if b["name"] == "mm_large")["samples_ns"]
+    assert bench.timer is not None and bench.timer.n == 2 * len(raw)
+    assert bench.timer.median_ns == pytest.approx(float(np.median(raw)))
+    q1, q3 = np.percentile(raw + raw, [25, 75])
+    assert bench.timer.iqr_ns == pytest.approx(q3 - q1)

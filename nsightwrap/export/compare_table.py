@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -45,8 +45,3 @@ def render_table(c: Comparison) -> Group:
     if c.removed:
         lines.append(Text("removed (only in baseline): " + ", ".join(c.removed)))
     return Group(*lines)
-
-
-def print_table(c: Comparison, console: Console) -> None:
-    """Print the comparison table on ``console``."""
-    console.print(render_table(c))

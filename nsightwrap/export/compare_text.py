@@ -13,12 +13,6 @@ def _unit(ns: float) -> tuple[float, str]:
     return 1.0, "ns"
 
 
-def fmt_ns(ns: float) -> str:
-    """A duration in the unit that reads best (ns in, 'us'/'ms' out)."""
-    scale, unit = _unit(ns)
-    return f"{ns / scale:.{0 if scale == 1.0 else 2}f} {unit}"
-
-
 def fmt_change(iv: Interval | None) -> str:
     """A ratio as a signed percentage with its interval: '+10.1% [+9.5%, +10.8%]'."""
     if iv is None:

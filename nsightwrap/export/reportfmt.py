@@ -63,11 +63,6 @@ VERDICT_TEXT = {
 }
 
 
-def clocks(b: BenchmarkResult) -> str:
-    """``ref 1.980 GHz / ncu 1.790 GHz``."""
-    return f"ref {clock_hz(b.ref_clock_hz)} / ncu {clock_hz(b.ncu.sm_clock_hz if b.ncu else None)}"
-
-
 def environment_items(result: RunResult) -> list[tuple[str, str]]:
     """(label, text) rows of the environment fingerprint."""
     e = result.environment
