@@ -140,21 +140,17 @@ def _count_kernels(text: str) -> int:
 
 def _gpu_info(xml_path: Path) -> dict[str, Any] | None:
     """GPU names, UUIDs, driver and CUDA version from ``nvidia-smi -q -x`` (None if unreadable)."""
-    from lxml import etree
+    from nsightwrap.parsers.smi import read_smi_xml_all
 
     try:
-        parser = etree.XMLParser(load_dtd=False, no_network=True, resolve_entities=False)
-        root = etree.parse(str(xml_path), parser).getroot()
-    except (OSError, etree.XMLSyntaxError):
+        infos = read_smi_xml_all(xml_path)
+    except NsightwrapError:
         return None
-    gpus = [
-        {"name": g.findtext("product_name"), "uuid": g.findtext("uuid"), "pci_bus_id": g.get("id")}
-        for g in root.findall("gpu")
-    ]
+    gpus = [{"name": g.name, "uuid": g.uuid, "pci_bus_id": g.pci_bus_id} for g in infos]
     return {
         "name": gpus[0]["name"] if gpus else None,
-        "driver": root.findtext("driver_version"),
-        "cuda": root.findtext("cuda_version"),
+        "driver": infos[0].driver_version if infos else None,
+        "cuda": infos[0].cuda_version if infos else None,
         "gpus": gpus,
     }
 
