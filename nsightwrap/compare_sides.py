@@ -20,8 +20,9 @@ from typing import Any
 from nsightwrap.compare import METRICS, Samples, Side
 from nsightwrap.contract import PASS_PLAIN, SIDECAR_FORMAT, SIDECAR_GLOB
 from nsightwrap.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
+from nsightwrap.jsonfile import read_json_object
 from nsightwrap.model import FORMAT_VERSION, REPORT_FORMAT
-from nsightwrap.parsers.sidecar import check_sidecar, read_json_object, read_sidecar_doc
+from nsightwrap.parsers.sidecar import check_sidecar, read_sidecar_doc
 
 #: Versions of the report JSON this reader understands (sidecars: nsightwrap.parsers.sidecar).
 REPORT_VERSIONS = (FORMAT_VERSION,)

@@ -8,11 +8,7 @@ Manifest format history (``"format": "nsightwrap-run"``):
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import tempfile
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +16,7 @@ from typing import Any
 
 from nsightwrap.contract import PASS_NCU, PASS_NSYS, PASS_PLAIN
 from nsightwrap.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
+from nsightwrap.jsonfile import read_json_object, write_json_atomic
 from nsightwrap.launch import CommandResult
 
 MANIFEST_FORMAT = "nsightwrap-run"
@@ -162,22 +159,6 @@ class Manifest:
         return {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, **body}
 
 
-def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    """Write JSON through a temporary file in the same directory and rename it into place, so a
-    reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, sort_keys=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_manifest(layout: RunLayout, manifest: Manifest) -> Path:
     """Write ``manifest.json`` atomically (the last file a run writes)."""
     write_json_atomic(layout.manifest, manifest.to_json())
@@ -192,13 +173,8 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
             f"{path} not found",
             hint="give a run directory made by nsightwrap profile (an unfinished run has none)",
         )
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportParseError(
-            f"{path} is not valid JSON: {exc}", hint="the run directory is damaged"
-        ) from None
-    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+    data = read_json_object(path, "run manifest")
+    if data.get("format") != MANIFEST_FORMAT:
         raise ReportParseError(
             f"{path} is not an nsightwrap run manifest",
             hint="give a run directory made by nsightwrap profile",

@@ -11,10 +11,8 @@ holds the GPU work of ``fn`` and not the CPU's launch latency. Times are in ns, 
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +24,7 @@ import nvtx
 from nsightwrap import contract
 from nsightwrap.clockprobe import NvmlSampler, align, nvml_handle, reason_names
 from nsightwrap.errors import NoCudaError, ReportParseError, UsageError
+from nsightwrap.jsonfile import write_json_atomic
 from nsightwrap.stats import MAX_BATCH, Stopper, StopReason, StopRule, summarize
 
 _DOMAIN = nvtx.get_domain(contract.NVTX_DOMAIN)
@@ -297,14 +296,8 @@ def write_sidecar(
         "torch_version": torch_version,
         "benchmarks": [r.to_dict() for r in results],
     }
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(doc, fh, indent=1, allow_nan=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # NaN is refused: a timing that is not a number is a bug, and strict JSON readers reject it.
+    write_json_atomic(path, doc, indent=1, allow_nan=False)
 
 
 @dataclass(frozen=True)

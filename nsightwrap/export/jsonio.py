@@ -63,7 +63,7 @@ def write_report_json(result: RunResult, path: Path | None = None) -> str:
 
 def load_report_json(path: Path) -> RunResult:
     """Read a report JSON back; unknown versions raise FormatVersionError, bad files ReportParseError."""
-    from nsightwrap.parsers.sidecar import read_json_object
+    from nsightwrap.jsonfile import read_json_object
 
     doc = read_json_object(path, "report JSON")
     return report_from_dict(doc, where=str(path))

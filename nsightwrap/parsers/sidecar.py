@@ -10,37 +10,15 @@ Format versions (``"version"``):
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 from typing import Any
 
 from nsightwrap.contract import SIDECAR_FORMAT
-from nsightwrap.errors import FormatVersionError, InputNotFound, ReportParseError
+from nsightwrap.errors import FormatVersionError, ReportParseError
+from nsightwrap.jsonfile import read_json_object
 
 #: Sidecar versions this nsightwrap reads.
 SIDECAR_VERSIONS = (1,)
-
-
-def read_json_object(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
-    """A JSON file whose top level is an object; one clear error for a missing, unreadable,
-    truncated or foreign file (``what`` names the kind of file in the message)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise InputNotFound(f"{what} {path} does not exist", hint="check the path") from exc
-    except OSError as exc:
-        raise InputNotFound(f"{what} {path}: cannot read ({exc.strerror})") from exc
-    try:
-        doc = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ReportParseError(
-            f"{what} {path} is not valid JSON ({exc})", hint="the file may be truncated"
-        ) from exc
-    if not isinstance(doc, dict):
-        raise ReportParseError(f"{what} {path}: expected a JSON object at the top level")
-    return doc
 
 
 def check_sidecar(path: str | os.PathLike[str], doc: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,55 @@
+"""JSON files nsightwrap writes and reads: atomic writes, and reads that fail with one clear line.
+
+Standard library only: the timer, inside the user's process, writes its sidecar with it too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from nsightwrap.errors import InputNotFound, ReportParseError
+
+
+def write_json_atomic(
+    path: str | os.PathLike[str], data: Mapping[str, Any], *, indent: int = 2, allow_nan: bool = True
+) -> None:
+    """Write JSON through a hidden temporary file in the same directory and rename it into place,
+    so a reader never sees half a file (and a glob for the final name never sees the temporary)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=indent, allow_nan=allow_nan)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json_object(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
+    """A JSON file whose top level is an object; one clear error for a missing, unreadable,
+    truncated or foreign file (``what`` names the kind of file in the message)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise InputNotFound(f"{what} {path} does not exist", hint="check the path") from exc
+    except OSError as exc:
+        raise InputNotFound(f"{what} {path}: cannot read ({exc.strerror})") from exc
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ReportParseError(
+            f"{what} {path} is not valid JSON ({exc})", hint="the file may be truncated"
+        ) from exc
+    if not isinstance(doc, dict):
+        raise ReportParseError(f"{what} {path}: expected a JSON object at the top level")
+    return doc
