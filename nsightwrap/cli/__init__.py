@@ -7,13 +7,14 @@ traceback instead.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from nsightwrap import __version__
-from nsightwrap.errors import EXIT_INTERRUPTED, NsightwrapError
+from nsightwrap.errors import EXIT_INTERRUPTED, NsightwrapError, UsageError
 
 app = typer.Typer(
     name="nsightwrap",
@@ -47,6 +48,14 @@ def _root(
     ),
 ) -> None:
     _state["debug"] = debug
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write a command's output to its ``-o`` file; one clear error when that cannot be done."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}", hint="choose another -o path") from None
 
 
 def _register() -> None:

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
-from typing import IO, Annotated
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from nsightwrap.cli import app, err_console
+from nsightwrap.cli import app, err_console, write_output
 from nsightwrap.compare import PRESETS, Comparison, compare
 from nsightwrap.compare_sides import load_side
-from nsightwrap.errors import EXIT_FINDINGS, InputNotFound, UsageError
+from nsightwrap.errors import EXIT_FINDINGS, UsageError
 from nsightwrap.export.compare_json import to_json
 from nsightwrap.export.compare_junit import to_junit
 from nsightwrap.export.compare_markdown import to_markdown
@@ -98,8 +99,9 @@ def _emit(result: Comparison, fmt: Format, output: Path | None) -> None:
         if output is None:
             Console(highlight=False).print(render_table(result))
             return
-        with _open(output) as fh:
-            Console(file=fh, width=200, no_color=True, highlight=False).print(render_table(result))
+        buf = io.StringIO()
+        Console(file=buf, width=200, no_color=True, highlight=False).print(render_table(result))
+        write_output(output, buf.getvalue())
     else:
         text: str | bytes
         if fmt is Format.md:
@@ -111,13 +113,5 @@ def _emit(result: Comparison, fmt: Format, output: Path | None) -> None:
         if output is None:
             print(text.decode("utf-8") if isinstance(text, bytes) else text, end="")
             return
-        with _open(output) as fh:
-            fh.write(text.decode("utf-8") if isinstance(text, bytes) else text)
+        write_output(output, text.decode("utf-8") if isinstance(text, bytes) else text)
     err_console.print(f"wrote {output}: {summary(result)}", markup=False)
-
-
-def _open(path: Path) -> IO[str]:
-    try:
-        return path.open("w", encoding="utf-8")
-    except OSError as exc:
-        raise InputNotFound(f"{path}: cannot write ({exc.strerror})", hint="check the -o path") from exc

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from nsightwrap.cli import app, err_console
+from nsightwrap.cli import app, err_console, write_output
 from nsightwrap.errors import EXIT_FINDINGS, InputNotFound, UsageError
 
 
@@ -73,10 +73,7 @@ def report_command(
         if output is None:
             typer.echo(text, nl=not text.endswith("\n"))
         else:
-            try:
-                output.write_text(text, encoding="utf-8")
-            except OSError as exc:
-                raise UsageError(f"cannot write {output}: {exc.strerror}", hint="choose another -o path") from None
+            write_output(output, text)
             err_console.print(f"report written to {output}", highlight=False, markup=False)
     if strict and result.flagged:
         raise typer.Exit(EXIT_FINDINGS)
