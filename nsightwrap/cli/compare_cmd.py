@@ -75,6 +75,12 @@ def compare_command(
     SLOWER needs a significant change (Mann-Whitney U), a bootstrap interval of the median ratio
     past the threshold, and the same change in SM cycles, so a lower clock is not a regression.
     Exit 1 when any benchmark is SLOWER (unless --no-fail).
+
+    In CI: nsightwrap compare baseline.json RUN --format junit -o compare.xml
+
+    For a pull-request comment: nsightwrap compare baseline.json RUN --format md -o compare.md
+
+    Judge ncu's durations instead: nsightwrap compare A B --metric ncu (profile with --ncu-iters 10)
     """
     settings = PRESETS[preset.value]
     if threshold is not None:

@@ -131,7 +131,12 @@ def _analyze(root: Path, out: Console, err: Console, *, show: bool) -> int:
         "Run TARGET plain, under ncu and under nsys into one run directory, then analyse it.\n\n"
         "TARGET is a Python script (run with this Python), -m MODULE, or an executable; "
         "everything after it goes to the target (nsightwrap options come first; use -- before an "
-        "executable whose arguments look like nsightwrap options)."
+        "executable whose arguments look like nsightwrap options).\n\n"
+        "All three passes: nsightwrap profile bench.py --size 4096\n\n"
+        "Timings only, quick: nsightwrap profile --passes plain bench.py\n\n"
+        "A binary, its own NVTX ranges: nsightwrap profile --nvtx-include 'mybench/' -- ./bench --n 10\n\n"
+        "In CI: nsightwrap profile -q -o run --timeout 600 bench.py && "
+        "nsightwrap report run -f json -o run.json"
     ),
 )
 def profile_command(

@@ -37,7 +37,18 @@ def report_command(
     ] = "plain",
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any benchmark is flagged.")] = False,
 ) -> None:
-    """Reconcile the timer, ncu and nsys numbers of a run and explain every discrepancy."""
+    """Reconcile the timer, ncu and nsys numbers of a run and explain every discrepancy.
+
+    Markdown for a GitHub issue: nsightwrap report RUN -f md -o report.md
+
+    One self-contained HTML file with plots: nsightwrap report RUN -f html -o report.html
+
+    JSON for nsightwrap compare and CI: nsightwrap report RUN -f json -o run.json
+
+    Fail a CI job on any flagged benchmark: nsightwrap report RUN --strict --tolerance 5
+
+    Compare at a clock of your choice: nsightwrap report RUN --clock-ref 1.6GHz
+    """
     from nsightwrap.analysis import analyze
 
     if not run_dir.is_dir():
