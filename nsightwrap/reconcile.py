@@ -101,6 +101,12 @@ def _opt(v: object) -> float | None:
 # ----------------------------------------------------------------------------- ncu
 
 
+_NCU_COLUMNS = (
+    "launch_id", "kernel", "kernel_short", "duration_ns", "sm_clock_hz", "sm_throughput_pct",
+    "memory_throughput_pct", "dram_throughput_pct", "nvtx_ranges",
+)  # fmt: skip
+
+
 def ncu_stats(kernels: pd.DataFrame, spec: BenchmarkSpec, ref_clock_hz: float | None) -> NcuStats:
     """ncu's per-iteration kernel sums for ``spec``, raw and normalized to ``ref_clock_hz``."""
     pat = spec.iteration_pattern()
@@ -111,7 +117,10 @@ def ncu_stats(kernels: pd.DataFrame, spec: BenchmarkSpec, ref_clock_hz: float | 
         found = next((int(m.group(1)) for p in paths if (m := pat.fullmatch(p))), None)
         iters.append(found)
         in_bench.append(any(p == spec.nvtx_path or p.startswith(spec.nvtx_path + "/") for p in paths))
-    frame = kernels.copy()
+    # Only the columns used here: the parsed frame also holds every collected metric, and copying
+    # or iterating over hundreds of columns per benchmark dominated the analysis.
+    keep = [c for c in _NCU_COLUMNS if c in kernels]
+    frame = kernels[keep].copy()
     frame["nw_iter"] = pd.Series(iters, index=kernels.index, dtype="float64")
     frame["nw_bench"] = pd.Series(in_bench, index=kernels.index, dtype=bool)
     measured = frame[frame["nw_iter"].notna()]
@@ -170,8 +179,10 @@ def nsys_stats(
 ) -> NsysStats:
     """nsys's per-iteration figures for ``spec``: one iteration per matching range instance."""
     pat = spec.iteration_pattern()
-    iter_of = ranges["path"].map(lambda p: int(m.group(1)) if (m := pat.fullmatch(str(p))) else None)
-    its = ranges.loc[iter_of.notna(), ["range_id", "start_ns"]].assign(_iter=iter_of[iter_of.notna()])
+    # A vectorized prefix test first: the regex then runs on this benchmark's ranges only.
+    mine = ranges[ranges["path"].astype(str).str.startswith(spec.nvtx_path + "/")]
+    iter_of = mine["path"].map(lambda p: int(m.group(1)) if (m := pat.fullmatch(str(p))) else None)
+    its = mine.loc[iter_of.notna(), ["range_id", "start_ns"]].assign(_iter=iter_of[iter_of.notna()])
     its = its.sort_values(["_iter", "start_ns"], kind="stable")
     range_ids = its["range_id"].tolist()
     att = attribution[attribution["range_id"].isin(range_ids)]
