@@ -52,7 +52,7 @@ def normalize_kernels(kernels: pd.DataFrame, ref_clock_hz: float | None) -> pd.D
     out = kernels.copy()
     dram = out["dram_throughput_pct"] if "dram_throughput_pct" in out else pd.Series(np.nan, index=out.index)
     models = [
-        classify(_num(s), _num(m), _num(d))
+        classify(number_or_none(s), number_or_none(m), number_or_none(d))
         for s, m, d in zip(out["sm_throughput_pct"], out["memory_throughput_pct"], dram, strict=True)
     ]
     out["clock_model"] = [m.value for m in models]
@@ -120,7 +120,8 @@ def reference_clock(
     return plain_hz, "plain"
 
 
-def _num(v: object) -> float | None:
+def number_or_none(v: object) -> float | None:
+    """``v`` as a float, or None where it is missing, not a number or NaN (pandas' missing value)."""
     try:
         f = float(v)  # type: ignore[arg-type]
     except (TypeError, ValueError):

@@ -8,7 +8,6 @@ docs/reconciliation.md explains the model, each cause and its thresholds.
 
 from __future__ import annotations
 
-import math
 import re
 import statistics
 from collections import Counter
@@ -19,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from nsightwrap import intervals
-from nsightwrap.clocks import MEMORY_BOUND_MARGIN_PCT, normalize_kernels
+from nsightwrap.clocks import MEMORY_BOUND_MARGIN_PCT, normalize_kernels, number_or_none
 from nsightwrap.contract import ITER_PREFIX
 from nsightwrap.model import (
     BenchmarkResult,
@@ -90,14 +89,6 @@ def base_name(kernel: str) -> str:
     return head.split("::")[-1]
 
 
-def _opt(v: object) -> float | None:
-    try:
-        f = float(v)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
-
-
 # ----------------------------------------------------------------------------- ncu
 
 
@@ -136,10 +127,10 @@ def ncu_stats(kernels: pd.DataFrame, spec: BenchmarkSpec, ref_clock_hz: float | 
             kernel=str(r.kernel),
             kernel_short=str(getattr(r, "kernel_short", r.kernel)),
             duration_ns=float(r.duration_ns),  # type: ignore[arg-type]
-            sm_clock_hz=_opt(r.sm_clock_hz),
-            cycles=_opt(r.cycles),
-            sm_throughput_pct=_opt(r.sm_throughput_pct),
-            memory_throughput_pct=_opt(r.memory_throughput_pct),
+            sm_clock_hz=number_or_none(r.sm_clock_hz),
+            cycles=number_or_none(r.cycles),
+            sm_throughput_pct=number_or_none(r.sm_throughput_pct),
+            memory_throughput_pct=number_or_none(r.memory_throughput_pct),
             clock_model=ClockModel(r.clock_model),
             normalized_ns=float(r.normalized_ns),  # type: ignore[arg-type]
         )

@@ -508,7 +508,7 @@ def bench(
     try:
         if stage == contract.PASS_NCU:
             result = _profile_iterations(
-                gpu, fn, full, params, flops, bytes, flush_l2, cuda_graph, graph_calls
+                gpu, fn, full, params, flops, bytes, flush_l2, cuda_graph
             )
         else:
             rule = StopRule(min_samples, max_samples, rel_precision, budget_s)
@@ -546,7 +546,6 @@ def _profile_iterations(
     nbytes: float | None,
     flush_l2: bool,
     cuda_graph: bool,
-    graph_calls: int | None,
 ) -> BenchResult:
     """Under ncu every kernel is replayed and serialized, so nothing is timed here: 1 warm-up,
     then the measured iterations, each in its ``iter<i>`` range (flush outside it)."""
