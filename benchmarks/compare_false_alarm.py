@@ -26,9 +26,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from nsightwrap.compare import PRESETS, Comparison, Side, Verdict, compare
-from nsightwrap.compare_sides import load_side
-from nsightwrap.contract import ENV_PASS, ENV_RUN_DIR, PASS_PLAIN
+from nsightwrap.compare.sides import load_side
+from nsightwrap.compare.verdicts import PRESETS, Comparison, Side, Verdict, compare
+from nsightwrap.core.contract import ENV_PASS, ENV_RUN_DIR, PASS_PLAIN
 
 HERE = Path(__file__).resolve().parent
 #: The benchmarks aa_bench.py's ``--scale`` makes slower; the others are controls.

@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from nsightwrap.contract import ENV_NCU_ITERS, ncu_iteration_filter
-from nsightwrap.launch import ncu_argv, nsys_argv, nsys_export_argv, pass_env, target_argv
-from nsightwrap.tools import find_tool, nsys_profile_options, supports_flag
+from nsightwrap.core.contract import ENV_NCU_ITERS, ncu_iteration_filter
+from nsightwrap.run.launch import ncu_argv, nsys_argv, nsys_export_argv, pass_env, target_argv
+from nsightwrap.run.tools import find_tool, nsys_profile_options, supports_flag
 
 
 def by_hand(target: list[str], work: Path, ncu: str, nsys: str, event_flag: bool) -> float:

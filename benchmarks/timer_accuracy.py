@@ -6,7 +6,7 @@ For kernels from ~2 us to ~1 ms (GEMMs, elementwise, a reduction, a Triton kerne
 in one run: (a) ``nsightwrap.bench``; (b) naive CUDA events, back to back, no flush; (c) the
 do_bench_cuda recipe (zeroing L2 flush + a dummy 4096^3 fp32 matmul before each sample, events
 around the call); (d) ``triton.testing.do_bench`` median; then it re-runs itself under
-``ncu --clock-control none`` (child mode, iteration filter of nsightwrap.contract) and takes (e)
+``ncu --clock-control none`` (child mode, iteration filter of nsightwrap.core.contract) and takes (e)
 ``gpu__time_duration.sum`` with ``sm__cycles_elapsed.avg.per_second`` per iteration. Every
 method's error is against ncu brought to the timer's clock, ``d_ncu * f_ncu / f_timer``, for
 kernels bound by SM cycles; for DRAM-bound kernels (ncu's DRAM throughput above its SM
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(ROOT))
 
-from nsightwrap import contract  # noqa: E402  (after the path set-up above)
+from nsightwrap.core import contract  # noqa: E402  (after the path set-up above)
 
 try:  # the Triton kernel must be defined at module level for @triton.jit to read its source
     import triton

@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 
 from nsightwrap import __version__
-from nsightwrap.launch import CommandResult
-from nsightwrap.rundir import Manifest, PassRecord, RunLayout, write_manifest
+from nsightwrap.run.launch import CommandResult
+from nsightwrap.run.rundir import Manifest, PassRecord, RunLayout, write_manifest
 
 REF = Path(__file__).resolve().parent.parent / "fixtures" / "reference" / "h200-workload"
 NCU_ARGV = ("ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", "regex:mm_.*/", "-o", "ncu/report")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nsightwrap.analysis import analyze
+from nsightwrap.analysis.load import analyze
 
 RUN = Path(__file__).resolve().parent.parent / "fixtures" / "runs" / "h200-example"
 MINE, OTHER = "GPU-6f1c0000-aaaa-bbbb-cccc-000000000001", "GPU-6f1c0000-aaaa-bbbb-cccc-000000000002"

@@ -7,15 +7,15 @@ import math
 import pandas as pd
 import pytest
 
-from nsightwrap.clocks import (
+from nsightwrap.analysis.clocks import (
     classify,
     normalize_kernels,
     parse_clock_ref,
     plain_clock_from_samples,
     reference_clock,
 )
-from nsightwrap.errors import UsageError
-from nsightwrap.model import ClockModel
+from nsightwrap.analysis.model import ClockModel
+from nsightwrap.core.errors import UsageError
 from nsightwrap.parsers.ncu import read_ncu_rep
 from nsightwrap.parsers.smi import read_smi_samples
 
@@ -87,8 +87,8 @@ def test_parse_clock_ref() -> None:
 
 
 def test_clock_ref_forms_and_a_missing_boost_clock() -> None:
-    from nsightwrap.clocks import parse_clock_ref, reference_clock
-    from nsightwrap.errors import UsageError
+    from nsightwrap.analysis.clocks import parse_clock_ref, reference_clock
+    from nsightwrap.core.errors import UsageError
 
     assert parse_clock_ref("1.98e+9") == 1.98e9
     assert parse_clock_ref("1980MHz") == 1.98e9

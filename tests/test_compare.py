@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsightwrap.compare import (
+from nsightwrap.compare.verdicts import (
     PRESETS,
     Reason,
     Samples,

@@ -389,9 +389,9 @@ def test_report_json_written_by_the_report_exporter(
     """Reports made by analyze + write_report_json compare like their run directories."""
     import time
 
-    from nsightwrap.analysis import analyze
+    from nsightwrap.analysis.load import analyze
     from nsightwrap.export.jsonio import write_report_json
-    from nsightwrap.rundir import Manifest, RunLayout, write_manifest
+    from nsightwrap.run.rundir import Manifest, RunLayout, write_manifest
 
     paths = []
     for name, seed, scale in (("a", 1, 1.0), ("b", 2, 1.1)):
@@ -424,7 +424,7 @@ def test_reference_report_json_compares_by_ncu_and_nsys(
     softmax_mlp no ncu kernels; those are left out of the metric that has nothing, not errors."""
     from refrun import build_run_dir
 
-    from nsightwrap.analysis import analyze
+    from nsightwrap.analysis.load import analyze
     from nsightwrap.export.jsonio import write_report_json
 
     report = tmp_path / "ref.json"
@@ -447,7 +447,7 @@ def test_probe_clock_anchors_the_per_sample_clocks(tmp_path: Path) -> None:
     (1.6 GHz, as for a GEMM on the H200): cycles are counted at the probe's level."""
     import json as _json
 
-    from nsightwrap.compare_sides import load_side
+    from nsightwrap.compare.sides import load_side
 
     run = write_run(tmp_path / "r", seed=3, clock_hz=1.98e9, benches={"gemm_large": (285e3, True)})
     sidecar = next((run / "plain").glob("timer-*.json"))

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from nsightwrap.cli import main
-from nsightwrap.errors import InputNotFound, ReportParseError
+from nsightwrap.core.errors import InputNotFound, ReportParseError
 from nsightwrap.export.escape import html, md_cell
-from nsightwrap.reportkind import ReportKind, detect
-from nsightwrap.tools import known_locations
+from nsightwrap.parsers.kind import ReportKind, detect
+from nsightwrap.run.tools import known_locations
 
 ROOT = Path(__file__).resolve().parent.parent
 REF = ROOT / "fixtures" / "reference" / "h200-workload"
@@ -293,7 +293,7 @@ def test_nsys_rep_without_nsys(
 def test_real_nsys_exports_the_scenario_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """With a working nsys (the H200 machine: see DEVICE notes for libdw), the real export of
     scenarios.nsys-rep reads like the shipped scenarios.sqlite."""
-    from nsightwrap.tools import find_tool
+    from nsightwrap.run.tools import find_tool
 
     try:
         find_tool("nsys")

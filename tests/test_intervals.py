@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from nsightwrap.intervals import containing, merge, span_by_group, union_by_group, union_length
+from nsightwrap.core.intervals import containing, merge, span_by_group, union_by_group, union_length
 
 
 def _covered(starts: np.ndarray, ends: np.ndarray, horizon: int) -> int:

@@ -14,7 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from nsightwrap.errors import InputNotFound, ReportParseError
+from nsightwrap.core.errors import InputNotFound, ReportParseError
+from nsightwrap.core.units import parse_quantity, unit_factor
 from nsightwrap.parsers.ncu import (
     KERNEL_COLUMNS,
     kernels_by_range,
@@ -25,7 +26,6 @@ from nsightwrap.parsers.ncu import (
     read_ncu_rep,
     short_name,
 )
-from nsightwrap.units import parse_quantity, unit_factor
 
 REF = Path(__file__).resolve().parent.parent / "fixtures" / "reference" / "h200-workload"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nsightwrap.errors import InputNotFound, ReportParseError
+from nsightwrap.core.errors import InputNotFound, ReportParseError
 from nsightwrap.parsers.nsys import NsysReport, read_nsys, summarize_by_range
 
 SQLITE = (

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from nsightwrap.errors import InputNotFound, ReportParseError
+from nsightwrap.core.errors import InputNotFound, ReportParseError
 from nsightwrap.parsers.smi import Clocks, read_smi_samples, read_smi_xml, read_smi_xml_all
 
 REF = Path(__file__).resolve().parent.parent / "fixtures" / "reference" / "h200-workload"

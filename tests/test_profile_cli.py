@@ -21,8 +21,8 @@ from fake_tools.harness import (
     use_fakes,
 )
 
-from nsightwrap.launch import DEFAULT_NCU_METRICS
-from nsightwrap.tools import known_locations
+from nsightwrap.run.launch import DEFAULT_NCU_METRICS
+from nsightwrap.run.tools import known_locations
 
 T = str(TARGET)
 

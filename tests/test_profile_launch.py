@@ -14,8 +14,14 @@ from pathlib import Path
 import pytest
 from fake_tools.harness import FAKES, TARGET, alive, use_fakes
 
-from nsightwrap.errors import FormatVersionError, InputNotFound, ReportParseError, ToolNotFound, UsageError
-from nsightwrap.launch import (
+from nsightwrap.core.errors import (
+    FormatVersionError,
+    InputNotFound,
+    ReportParseError,
+    ToolNotFound,
+    UsageError,
+)
+from nsightwrap.run.launch import (
     Command,
     ncu_argv,
     nsys_argv,
@@ -24,7 +30,7 @@ from nsightwrap.launch import (
     split_args,
     target_argv,
 )
-from nsightwrap.rundir import (
+from nsightwrap.run.rundir import (
     Manifest,
     PassRecord,
     create_run_dir,
@@ -32,8 +38,8 @@ from nsightwrap.rundir import (
     read_manifest,
     write_manifest,
 )
-from nsightwrap.smisampler import SMI_QUERY, SmiSampler, sampler_argv
-from nsightwrap.tools import (
+from nsightwrap.run.smisampler import SMI_QUERY, SmiSampler, sampler_argv
+from nsightwrap.run.tools import (
     find_qdstrm_importer,
     find_tool,
     git_state,

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from refrun import build_run_dir
 
-from nsightwrap.analysis import analyze
-from nsightwrap.model import BenchmarkResult, CauseCode, RunResult, TimerStats, Verdict
-from nsightwrap.reconcile import BenchmarkSpec, base_name, ncu_stats, nsys_stats, reconcile
+from nsightwrap.analysis.load import analyze
+from nsightwrap.analysis.model import BenchmarkResult, CauseCode, RunResult, TimerStats, Verdict
+from nsightwrap.analysis.reconcile import BenchmarkSpec, base_name, ncu_stats, nsys_stats, reconcile
 
 
 @pytest.fixture(scope="module")

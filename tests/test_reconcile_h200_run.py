@@ -22,13 +22,13 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from nsightwrap.analysis import analyze
+from nsightwrap.analysis.load import analyze
+from nsightwrap.analysis.model import BenchmarkResult, ClockModel, RunResult
 from nsightwrap.cli import main
 from nsightwrap.export.html import render_html
 from nsightwrap.export.jsonio import load_report_json, report_to_dict, write_report_json
 from nsightwrap.export.markdown import render_markdown
 from nsightwrap.export.terminal import print_report
-from nsightwrap.model import BenchmarkResult, ClockModel, RunResult
 from nsightwrap.parsers.ncu import read_ncu_rep
 
 RUN = Path(__file__).resolve().parent.parent / "fixtures" / "runs" / "h200-example"

@@ -12,13 +12,13 @@ import pytest
 from refrun import build_run_dir
 from rich.console import Console
 
-from nsightwrap.analysis import analyze
-from nsightwrap.errors import FormatVersionError, ReportParseError
+from nsightwrap.analysis.load import analyze
+from nsightwrap.analysis.model import RunResult
+from nsightwrap.core.errors import FormatVersionError, ReportParseError
 from nsightwrap.export.html import render_html
 from nsightwrap.export.jsonio import load_report_json, report_to_dict, write_report_json
 from nsightwrap.export.markdown import render_markdown
 from nsightwrap.export.terminal import print_report
-from nsightwrap.model import RunResult
 
 NASTY = "void k<int, 4>(a|b, c*) `x` _y_"
 

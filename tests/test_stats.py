@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from nsightwrap.errors import UsageError
-from nsightwrap.stats import Stopper, StopReason, StopRule, median_rel_ci, summarize
+from nsightwrap.core.errors import UsageError
+from nsightwrap.timer.stats import Stopper, StopReason, StopRule, median_rel_ci, summarize
 
 
 class FakeClock:

@@ -12,18 +12,24 @@ import numpy as np
 import pytest
 
 import nsightwrap as nw
-from nsightwrap import contract
-from nsightwrap.clockprobe import REASON_HW_THERMAL, REASON_SW_POWER_CAP, ClockTrace, align, reason_names
-from nsightwrap.errors import FormatVersionError, InputNotFound, NoCudaError, ReportParseError, UsageError
+from nsightwrap.core import contract
+from nsightwrap.core.errors import (
+    FormatVersionError,
+    InputNotFound,
+    NoCudaError,
+    ReportParseError,
+    UsageError,
+)
+from nsightwrap.parsers.sidecar import read_sidecar
 from nsightwrap.timer import (
     BenchResult,
     bench_name,
     current_pass,
-    read_sidecar,
     sidecar_path,
     sweep_points,
     write_sidecar,
 )
+from nsightwrap.timer.nvml import REASON_HW_THERMAL, REASON_SW_POWER_CAP, ClockTrace, align, reason_names
 
 ROOT = Path(__file__).resolve().parent.parent
 DEVICE = {"name": "NVIDIA H200", "index": 0, "sm_count": 132, "l2_bytes": 62914560}
@@ -201,7 +207,7 @@ def test_no_torch_is_one_clear_error() -> None:
     code = (
         "import sys; sys.modules['torch'] = None\n"
         "import nsightwrap as nw\n"
-        "from nsightwrap.errors import NoCudaError\n"
+        "from nsightwrap.core.errors import NoCudaError\n"
         "try:\n    nw.bench(lambda: None)\n"
         "except NoCudaError as e:\n    print('NoCudaError:', e)\n"
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nsightwrap import contract
+from nsightwrap.core import contract
 
 pytestmark = pytest.mark.gpu
 
@@ -111,7 +111,7 @@ def test_bench_measures_a_gemm() -> None:
 
 def test_no_cuda_device_is_one_clear_error() -> None:
     code = (
-        "import nsightwrap as nw\nfrom nsightwrap.errors import NoCudaError\n"
+        "import nsightwrap as nw\nfrom nsightwrap.core.errors import NoCudaError\n"
         "try:\n    nw.bench(lambda: None)\nexcept NoCudaError as e:\n    print('NoCudaError:', e)\n"
     )
     out = _run([sys.executable, "-c", code], _env(CUDA_VISIBLE_DEVICES=""))
@@ -119,7 +119,7 @@ def test_no_cuda_device_is_one_clear_error() -> None:
 
 
 def test_sidecar_only_in_the_plain_pass(tmp_path: Path) -> None:
-    from nsightwrap.timer import read_sidecar
+    from nsightwrap.parsers.sidecar import read_sidecar
 
     script = tmp_path / "s.py"
     script.write_text(SCRIPT)

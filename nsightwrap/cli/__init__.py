@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from nsightwrap import __version__
-from nsightwrap.errors import EXIT_INTERRUPTED, NsightwrapError, UsageError
+from nsightwrap.core.errors import EXIT_INTERRUPTED, NsightwrapError, UsageError
 
 app = typer.Typer(
     name="nsightwrap",

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from nsightwrap.cli import app, err_console, write_output
-from nsightwrap.compare import PRESETS, Comparison, compare
-from nsightwrap.compare_sides import load_side
-from nsightwrap.errors import EXIT_FINDINGS, UsageError
+from nsightwrap.compare.sides import load_side
+from nsightwrap.compare.verdicts import PRESETS, Comparison, compare
+from nsightwrap.core.errors import EXIT_FINDINGS, UsageError
 from nsightwrap.export.compare_json import to_json
 from nsightwrap.export.compare_junit import to_junit
 from nsightwrap.export.compare_markdown import to_markdown
@@ -87,8 +88,8 @@ def compare_command(
         if not 0 < threshold < 100:
             raise UsageError(f"--threshold {threshold:g} is out of range", hint="give a percentage, e.g. 5")
         settings = replace(settings, threshold=threshold / 100.0)
-    base = load_side(baseline, metric.value)
-    cur = load_side(current, metric.value)
+    base = load_side(baseline, metric.value, report_of)
+    cur = load_side(current, metric.value, report_of)
     if base.gpu and cur.gpu and base.gpu != cur.gpu and not allow_different_gpu:
         raise UsageError(
             f"baseline ran on {base.gpu!r} but current on {cur.gpu!r}",
@@ -121,3 +122,11 @@ def _emit(result: Comparison, fmt: Format, output: Path | None) -> None:
             return
         write_output(output, text.decode("utf-8") if isinstance(text, bytes) else text)
     err_console.print(f"wrote {output}: {summary(result)}", markup=False)
+
+
+def report_of(path: Path) -> Mapping[str, Any]:
+    """The report document of a run directory: the analysis, in the report JSON's form."""
+    from nsightwrap.analysis.load import analyze
+    from nsightwrap.export.jsonio import report_to_dict
+
+    return report_to_dict(analyze(path))

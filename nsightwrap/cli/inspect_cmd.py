@@ -58,8 +58,8 @@ def inspect(
     ] = None,
 ) -> None:
     # pandas and the parsers load here, not at start-up: `nsightwrap --help` stays quick.
+    from nsightwrap.analysis.inspection import load_view
     from nsightwrap.export.frames import write_frame
-    from nsightwrap.inspection import load_view
 
     view = load_view(report, by.value, nsys)
     write_frame(

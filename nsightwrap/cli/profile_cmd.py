@@ -17,10 +17,10 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from nsightwrap.cli import app
-from nsightwrap.contract import PASSES, ncu_iteration_filter
-from nsightwrap.errors import EXIT_INTERRUPTED, EXIT_OK, NsightwrapError, UsageError
-from nsightwrap.launch import DEFAULT_NCU_METRICS, nvtx_include_filter, split_args, target_argv
-from nsightwrap.profiling import (
+from nsightwrap.core.contract import PASSES, ncu_iteration_filter
+from nsightwrap.core.errors import EXIT_INTERRUPTED, EXIT_OK, NsightwrapError, UsageError
+from nsightwrap.run.launch import DEFAULT_NCU_METRICS, nvtx_include_filter, split_args, target_argv
+from nsightwrap.run.profiling import (
     PROF_KERNEL,
     Problem,
     Settings,
@@ -29,7 +29,7 @@ from nsightwrap.profiling import (
     run_passes,
     target_label,
 )
-from nsightwrap.rundir import PassRecord, create_run_dir, default_run_dir
+from nsightwrap.run.rundir import PassRecord, create_run_dir, default_run_dir
 
 _DEFAULT_NCU_ITERS = 3
 
@@ -108,10 +108,10 @@ def _print_problem(console: Console, p: Problem) -> None:
 def _analyze(root: Path, out: Console, err: Console, *, show: bool) -> int:
     """Run the analysis and print its summary (``show``); its exit code (0, or the error's)."""
     try:
-        from nsightwrap.analysis import analyze
+        from nsightwrap.analysis.load import analyze
         from nsightwrap.export.terminal import print_report
     except ImportError as exc:
-        if exc.name not in ("nsightwrap.analysis", "nsightwrap.export.terminal", "nsightwrap.export"):
+        if exc.name not in ("nsightwrap.analysis.load", "nsightwrap.export.terminal", "nsightwrap.export"):
             raise
         return EXIT_OK
     try:

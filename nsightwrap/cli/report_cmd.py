@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from nsightwrap.cli import app, err_console, write_output
-from nsightwrap.errors import EXIT_FINDINGS, InputNotFound, UsageError
+from nsightwrap.core.errors import EXIT_FINDINGS, InputNotFound, UsageError
 
 
 class Format(str, Enum):
@@ -49,7 +49,7 @@ def report_command(
 
     Compare at a clock of your choice: nsightwrap report RUN --clock-ref 1.6GHz
     """
-    from nsightwrap.analysis import analyze
+    from nsightwrap.analysis.load import analyze
 
     if not run_dir.is_dir():
         raise InputNotFound(f"{run_dir}: not a run directory", hint="give the directory nsightwrap profile wrote (-o)")

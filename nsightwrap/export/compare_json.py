@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from nsightwrap.compare import BenchVerdict, Comparison, Interval, Spread
+from nsightwrap.compare.verdicts import BenchVerdict, Comparison, Interval, Spread
 
 COMPARE_FORMAT = "nsightwrap-compare"
 #: Version of the compare JSON. History (newest last):

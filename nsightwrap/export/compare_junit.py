@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from lxml import etree
 
-from nsightwrap.compare import Comparison, Verdict
+from nsightwrap.compare.verdicts import Comparison, Verdict
 from nsightwrap.export.compare_text import fmt_change, fmt_geomean, summary
 
-SUITE = "nsightwrap.compare"
+SUITE = "nsightwrap.compare.verdicts"
 
 
 def to_junit(c: Comparison) -> bytes:

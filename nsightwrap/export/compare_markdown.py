@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nsightwrap.compare import Comparison, Verdict
+from nsightwrap.compare.verdicts import Comparison, Verdict
 from nsightwrap.export.compare_text import fmt_change, fmt_geomean, fmt_spread, settings_line, summary
 from nsightwrap.export.escape import md_cell
 

@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from nsightwrap.compare import Comparison, Reason, Verdict
+from nsightwrap.compare.verdicts import Comparison, Reason, Verdict
 from nsightwrap.export.compare_text import fmt_change, fmt_spread, settings_line, summary
 
 _STYLE = {

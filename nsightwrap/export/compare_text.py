@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nsightwrap.compare import BenchVerdict, Comparison, Interval, Verdict
+from nsightwrap.compare.verdicts import BenchVerdict, Comparison, Interval, Verdict
 
 
 def _unit(ns: float) -> tuple[float, str]:

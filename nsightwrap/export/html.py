@@ -8,9 +8,9 @@ import io
 import math
 import shlex
 
+from nsightwrap.analysis.model import BenchmarkResult, KernelTiming, RunResult, Verdict
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export.escape import html as esc
-from nsightwrap.model import BenchmarkResult, KernelTiming, RunResult, Verdict
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#222;max-width:1300px}

@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from nsightwrap import __version__
-from nsightwrap.errors import FormatVersionError, ReportParseError
-from nsightwrap.model import (
+from nsightwrap.analysis.model import (
     FORMAT_VERSION,
-    REPORT_FORMAT,
     BenchmarkResult,
     Cause,
     CauseCode,
@@ -33,6 +31,8 @@ from nsightwrap.model import (
     TimerStats,
     Verdict,
 )
+from nsightwrap.core.contract import REPORT_FORMAT
+from nsightwrap.core.errors import FormatVersionError, ReportParseError
 
 
 def _clean(v: Any) -> Any:
@@ -63,7 +63,7 @@ def write_report_json(result: RunResult, path: Path | None = None) -> str:
 
 def load_report_json(path: Path) -> RunResult:
     """Read a report JSON back; unknown versions raise FormatVersionError, bad files ReportParseError."""
-    from nsightwrap.jsonfile import read_json_object
+    from nsightwrap.core.jsonfile import read_json_object
 
     doc = read_json_object(path, "report JSON")
     return report_from_dict(doc, where=str(path))

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 import shlex
 
+from nsightwrap.analysis.model import BenchmarkResult, RunResult
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export.escape import html, md_cell
-from nsightwrap.model import BenchmarkResult, RunResult
 
 
 def _row(cells: list[str]) -> str:

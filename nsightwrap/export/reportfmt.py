@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from nsightwrap.model import BenchmarkResult, RunResult, Verdict
+from nsightwrap.analysis.model import BenchmarkResult, RunResult, Verdict
 
 
 def time_ns(ns: float | None) -> str:

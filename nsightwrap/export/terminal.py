@@ -16,8 +16,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from nsightwrap.analysis.model import BenchmarkResult, RunResult, Verdict
 from nsightwrap.export import reportfmt as f
-from nsightwrap.model import BenchmarkResult, RunResult, Verdict
 
 _STYLE = {Verdict.OK: "green", Verdict.FLAGGED: "bold red"}
 

@@ -1,5 +1,7 @@
-"""Readers of the reports the NVIDIA tools write: each turns one file into tidy frames.
+"""Readers of the reports the NVIDIA tools and the timer write: each turns one file into tidy frames.
 
-Parsers never start a process themselves: ``nsys_export``, which turns a ``.nsys-rep`` into the
-SQLite export the ``nsys`` parser reads, runs ``nsys export`` through ``nsightwrap.launch``.
+``ncu`` (``.ncu-rep`` and ncu CSV), ``nsys`` (nsys SQLite exports), ``smi`` (nvidia-smi XML and
+sample CSV), ``sidecar`` (the timer sidecar), ``kind`` (what a file is). Parsers never start a
+process: a ``.nsys-rep`` is exported to SQLite by ``nsightwrap.run.nsys_export``. They import
+``core`` and the timer's result type, nothing from ``run``, ``analysis`` or ``export``.
 """

@@ -18,9 +18,9 @@ from typing import Any
 
 import pandas as pd
 
-from nsightwrap.contract import NVTX_DOMAIN
-from nsightwrap.errors import InputNotFound, ReportParseError
-from nsightwrap.units import parse_number, unit_factor
+from nsightwrap.core.contract import NVTX_DOMAIN
+from nsightwrap.core.errors import InputNotFound, ReportParseError
+from nsightwrap.core.units import parse_number, unit_factor
 
 #: ncu_report's name of the unnamed NVTX domain; paths in it carry no ``domain:`` prefix.
 DEFAULT_DOMAIN = "<default domain>"

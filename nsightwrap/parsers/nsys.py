@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsightwrap.errors import InputNotFound, ReportParseError
-from nsightwrap.intervals import containing, span_by_group, union_by_group
+from nsightwrap.core.errors import InputNotFound, ReportParseError
+from nsightwrap.core.intervals import containing, span_by_group, union_by_group
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"

@@ -1,8 +1,9 @@
 """The timer sidecar (``plain/timer-<pid>.json``): read and checked in one place for every reader.
 
 The timer writes it (``nsightwrap.timer.write_sidecar``); the analysis, ``inspect`` and
-``compare`` read it through ``read_sidecar_doc`` and map its benchmarks as each needs. Only the
-standard library is used, so the timer itself can read a sidecar back without pandas.
+``compare`` read it through ``read_sidecar_doc`` and map its benchmarks as each needs;
+``read_sidecar`` gives the timer's own ``BenchResult`` objects back. Only the standard library is
+used (no pandas).
 
 Format versions (``"version"``):
   1 (2026-11): first version; fields in docs/contracts.md.
@@ -11,11 +12,14 @@ Format versions (``"version"``):
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from nsightwrap.contract import SIDECAR_FORMAT
-from nsightwrap.errors import FormatVersionError, ReportParseError
-from nsightwrap.jsonfile import read_json_object
+from nsightwrap.core.contract import SIDECAR_FORMAT
+from nsightwrap.core.errors import FormatVersionError, ReportParseError
+from nsightwrap.core.jsonfile import read_json_object
+from nsightwrap.timer.result import BenchResult
 
 #: Sidecar versions this nsightwrap reads.
 SIDECAR_VERSIONS = (1,)
@@ -44,3 +48,24 @@ def check_sidecar(path: str | os.PathLike[str], doc: dict[str, Any]) -> dict[str
 def read_sidecar_doc(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The checked JSON document of one timer sidecar."""
     return check_sidecar(path, read_json_object(path, "timer sidecar"))
+
+
+@dataclass(frozen=True)
+class TimerSidecar:
+    """A parsed timer sidecar."""
+
+    pid: int
+    device: Mapping[str, Any]
+    torch_version: str | None
+    benchmarks: tuple[BenchResult, ...]
+
+
+def read_sidecar(path: str | os.PathLike[str]) -> TimerSidecar:
+    """Read a sidecar written by ``write_sidecar``, refusing unknown formats and versions."""
+    doc = read_sidecar_doc(path)
+    return TimerSidecar(
+        pid=int(doc.get("pid", 0)),
+        device=dict(doc.get("device") or {}),
+        torch_version=doc.get("torch_version"),
+        benchmarks=tuple(BenchResult.from_dict(b) for b in doc.get("benchmarks", [])),
+    )

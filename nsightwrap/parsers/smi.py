@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 from lxml import etree
 
-from nsightwrap.errors import InputNotFound, ReportParseError
-from nsightwrap.units import parse_quantity
+from nsightwrap.core.errors import InputNotFound, ReportParseError
+from nsightwrap.core.units import parse_quantity
 
 _XML_HINT = "pass the output of `nvidia-smi -q -x`"
 _CSV_HINT = "log with `nvidia-smi --query-gpu=timestamp,clocks.sm,... --format=csv -lms 50`"

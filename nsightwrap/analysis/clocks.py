@@ -16,8 +16,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from nsightwrap.errors import UsageError
-from nsightwrap.model import ClockModel
+from nsightwrap.analysis.model import ClockModel
+from nsightwrap.core.errors import UsageError
 
 #: A kernel is DRAM-bound when its memory throughput (% of peak) exceeds its SM throughput by
 #: at least this many percentage points: e.g. a GEMV at 74% memory / 6% SM. Kernels with both

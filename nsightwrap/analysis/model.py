@@ -16,7 +16,6 @@ from typing import Any
 #:   1 (0.1.0): first version: environment, settings, benchmarks with timer / ncu / nsys
 #:              blocks, per-kernel rows, ratio, verdict and causes, plain-pass clock trace.
 FORMAT_VERSION = 1
-REPORT_FORMAT = "nsightwrap-report"
 
 
 class Verdict(str, Enum):

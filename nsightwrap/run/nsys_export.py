@@ -1,7 +1,7 @@
 """Turn a ``.nsys-rep`` into the SQLite export that ``parsers.nsys`` reads.
 
 nsys keeps its reports in a private format; only ``nsys export --type sqlite`` reads them. The
-process itself starts in ``nsightwrap.launch`` (the one module that starts processes); this
+process itself starts in ``nsightwrap.run.launch`` (the one module that starts processes); this
 module decides where the export goes, reuses a fresh one, and turns failures into one line.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from nsightwrap import launch
-from nsightwrap.errors import InputNotFound, ProfilerFailed, ToolNotFound
-from nsightwrap.tools import find_tool
+from nsightwrap.core.errors import InputNotFound, ProfilerFailed, ToolNotFound
+from nsightwrap.run import launch
+from nsightwrap.run.tools import find_tool
 
 #: nsys export of a large report takes a while; beyond this something is wrong.
 EXPORT_TIMEOUT_S = 600.0

@@ -10,9 +10,8 @@ import json
 from enum import Enum
 from pathlib import Path
 
-from nsightwrap.contract import SIDECAR_FORMAT
-from nsightwrap.errors import InputNotFound, ReportParseError
-from nsightwrap.model import REPORT_FORMAT
+from nsightwrap.core.contract import REPORT_FORMAT, SIDECAR_FORMAT
+from nsightwrap.core.errors import InputNotFound, ReportParseError
 
 _HEAD_BYTES = 64 * 1024
 

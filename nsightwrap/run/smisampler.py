@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from nsightwrap.launch import Background
+from nsightwrap.run.launch import Background
 
 #: Columns of the sample log (read back by parsers.smi.read_smi_samples).
 #: nvidia-smi samples every GPU of the host: the uuid says which row is which (the analysis keeps

@@ -14,10 +14,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from nsightwrap.contract import PASS_NCU, PASS_NSYS, PASS_PLAIN
-from nsightwrap.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
-from nsightwrap.jsonfile import read_json_object, write_json_atomic
-from nsightwrap.launch import CommandResult
+from nsightwrap.core.contract import PASS_NCU, PASS_NSYS, PASS_PLAIN
+from nsightwrap.core.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
+from nsightwrap.core.jsonfile import read_json_object, write_json_atomic
+from nsightwrap.run.launch import CommandResult
 
 MANIFEST_FORMAT = "nsightwrap-run"
 MANIFEST_VERSION = 1

@@ -17,10 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from nsightwrap import intervals
-from nsightwrap.clocks import MEMORY_BOUND_MARGIN_PCT, normalize_kernels, number_or_none
-from nsightwrap.contract import ITER_PREFIX
-from nsightwrap.model import (
+from nsightwrap.analysis.clocks import MEMORY_BOUND_MARGIN_PCT, normalize_kernels, number_or_none
+from nsightwrap.analysis.model import (
     BenchmarkResult,
     Cause,
     CauseCode,
@@ -31,6 +29,8 @@ from nsightwrap.model import (
     TimerStats,
     Verdict,
 )
+from nsightwrap.core import intervals
+from nsightwrap.core.contract import ITER_PREFIX
 
 #: Clocks closer than this (relative) are "the same clock": NVML reports 15 MHz steps.
 CLOCK_SAME = 0.02

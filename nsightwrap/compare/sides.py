@@ -6,37 +6,45 @@ the clock, so two runs at different clocks compare fairly in cycles).
 
 - ``--metric timer`` on a run directory reads ``plain/timer-*.json`` directly: that is the data
   the report's ``timer`` block is made of, and it needs no profiler pass.
-- ``--metric ncu|nsys`` on a run directory needs the analysis (``nsightwrap.analysis``).
+- ``--metric ncu|nsys`` on a run directory needs the analysis, passed in as ``report_of``.
 - A file is a report JSON (``"format": "nsightwrap-report"``) or one timer sidecar.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nsightwrap.compare import METRICS, Samples, Side
-from nsightwrap.contract import PASS_PLAIN, SIDECAR_FORMAT, SIDECAR_GLOB
-from nsightwrap.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
-from nsightwrap.jsonfile import read_json_object
-from nsightwrap.model import FORMAT_VERSION, REPORT_FORMAT
+from nsightwrap.analysis.model import FORMAT_VERSION
+from nsightwrap.compare.verdicts import METRICS, Samples, Side
+from nsightwrap.core.contract import PASS_PLAIN, REPORT_FORMAT, SIDECAR_FORMAT, SIDECAR_GLOB
+from nsightwrap.core.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
+from nsightwrap.core.jsonfile import read_json_object
 from nsightwrap.parsers.sidecar import check_sidecar, read_sidecar_doc
 
 #: Versions of the report JSON this reader understands (sidecars: nsightwrap.parsers.sidecar).
 REPORT_VERSIONS = (FORMAT_VERSION,)
 
 
-def load_side(path: Path, metric: str = "timer") -> Side:
-    """Read a run directory, report JSON or timer sidecar as one side of a comparison."""
+#: Turns a run directory into its report document (the analysis, then the report's JSON form).
+#: Given by the caller (the CLI composes ``analysis`` and ``export``), so that this reader
+#: imports nothing from ``export``.
+ReportOf = Callable[[Path], Mapping[str, Any]]
+
+
+def load_side(path: Path, metric: str = "timer", report_of: ReportOf | None = None) -> Side:
+    """Read a run directory, report JSON or timer sidecar as one side of a comparison.
+
+    ``report_of`` analyses a run directory for ``--metric ncu|nsys`` (see ``ReportOf``)."""
     if metric not in METRICS:
         raise UsageError(f"unknown metric {metric!r}", hint=f"use one of {', '.join(METRICS)}")
     if not path.exists():
         raise InputNotFound(
             f"{path}: no such file or directory", hint="give a run directory or a report JSON"
         )
-    side = _load(path, metric)
+    side = _load(path, metric, report_of)
     if not side.benchmarks:
         raise UsageError(
             f"{path}: no benchmark has {metric} timings",
@@ -45,9 +53,9 @@ def load_side(path: Path, metric: str = "timer") -> Side:
     return side
 
 
-def _load(path: Path, metric: str) -> Side:
+def _load(path: Path, metric: str, report_of: ReportOf | None) -> Side:
     if path.is_dir():
-        return _load_run_dir(path, metric)
+        return _load_run_dir(path, metric, report_of)
     doc = read_json_object(path, "comparison input")
     fmt = doc.get("format")
     if fmt == REPORT_FORMAT:
@@ -65,7 +73,7 @@ def _load(path: Path, metric: str) -> Side:
 # ---------------------------------------------------------------- run directories
 
 
-def _load_run_dir(path: Path, metric: str) -> Side:
+def _load_run_dir(path: Path, metric: str, report_of: ReportOf | None) -> Side:
     sidecars = sorted((path / PASS_PLAIN).glob(SIDECAR_GLOB))
     if metric == "timer":
         if not sidecars:
@@ -74,15 +82,12 @@ def _load_run_dir(path: Path, metric: str) -> Side:
                 hint="run the benchmark with the plain pass (nsightwrap profile --passes plain ...)",
             )
         return _side_from_sidecars([(p, read_sidecar_doc(p)) for p in sidecars], label=str(path))
-    try:
-        from nsightwrap.analysis import analyze
-        from nsightwrap.export.jsonio import report_to_dict
-    except ImportError as exc:
+    if report_of is None:
         raise UsageError(
-            f"{path}: comparing by {metric} needs the analysis of the run directory, not available here",
+            f"{path}: comparing by {metric} needs the analysis of the run directory",
             hint="compare report JSONs (nsightwrap report RUN_DIR --format json) or use --metric timer",
-        ) from exc
-    doc = report_to_dict(analyze(path))
+        )
+    doc = report_of(path)
     return side_from_report(doc, label=str(path), metric=metric, where=str(path))
 
 

@@ -14,14 +14,14 @@ from typing import Any
 
 import pandas as pd
 
-from nsightwrap.clocks import parse_clock_ref, plain_clock_from_samples, reference_clock
-from nsightwrap.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, SIDECAR_GLOB
-from nsightwrap.errors import ReportParseError, UsageError
-from nsightwrap.model import ClockSample, Environment, RunResult, Settings, TimerStats
+from nsightwrap.analysis.clocks import parse_clock_ref, plain_clock_from_samples, reference_clock
+from nsightwrap.analysis.model import ClockSample, Environment, RunResult, Settings, TimerStats
+from nsightwrap.analysis.reconcile import BenchmarkSpec, ncu_stats, nsys_stats, reconcile, specs_from_nvtx
+from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, SIDECAR_GLOB
+from nsightwrap.core.errors import ReportParseError, UsageError
 from nsightwrap.parsers.sidecar import read_sidecar_doc
-from nsightwrap.reconcile import BenchmarkSpec, ncu_stats, nsys_stats, reconcile, specs_from_nvtx
-from nsightwrap.rundir import RunLayout, read_manifest
-from nsightwrap.stats import summarize
+from nsightwrap.run.rundir import RunLayout, read_manifest
+from nsightwrap.timer.stats import summarize
 
 
 def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") -> RunResult:
@@ -130,7 +130,7 @@ def _timer_stats(
     clock_source: str,
     method: dict[str, Any],
 ) -> TimerStats:
-    # The same statistics as the timer's own (nsightwrap.stats), so report and timer agree.
+    # The same statistics as the timer's own (nsightwrap.timer.stats), so report and timer agree.
     st = summarize(samples)
     return TimerStats(
         samples_ns=samples, median_ns=st.median, min_ns=st.min, mean_ns=st.mean, stdev_ns=st.stdev,

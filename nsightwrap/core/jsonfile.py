@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nsightwrap.errors import InputNotFound, ReportParseError
+from nsightwrap.core.errors import InputNotFound, ReportParseError
 
 
 def write_json_atomic(

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from nsightwrap.errors import InputNotFound, UsageError
+from nsightwrap.core.errors import InputNotFound, UsageError
 
 #: Seconds to wait after SIGINT and after SIGTERM before the next, harder signal.
 KILL_GRACE_S = (3.0, 2.0)
@@ -144,7 +144,7 @@ def target_argv(target: Sequence[str], *, python: str = sys.executable) -> list[
 
 def pass_env(run_dir: Path, pass_name: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment variables a pass adds for the in-process timer (nsightwrap/contract.py)."""
-    from nsightwrap.contract import ENV_PASS, ENV_RUN_DIR
+    from nsightwrap.core.contract import ENV_PASS, ENV_RUN_DIR
 
     env = {ENV_RUN_DIR: str(run_dir.resolve()), ENV_PASS: pass_name}
     env.update(extra or {})

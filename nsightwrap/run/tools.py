@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nsightwrap.errors import ToolNotFound
-from nsightwrap.launch import probe
+from nsightwrap.core.errors import ToolNotFound
+from nsightwrap.run.launch import probe
 
 #: Environment variables naming a tool explicitly.
 TOOL_ENV = {"ncu": "NSIGHTWRAP_NCU", "nsys": "NSIGHTWRAP_NSYS"}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nsightwrap.errors import UsageError
+from nsightwrap.core.errors import UsageError
 
 #: Most samples queued between two checks of the stopping rule (the timer keeps this many event pairs).
 MAX_BATCH = 200

@@ -37,6 +37,10 @@ SIDECAR_VERSION = 1
 ENV_NCU_PROFILER_API = "NSIGHTWRAP_NCU_PROFILER_API"
 
 
+#: The ``format`` field of a report JSON (its ``version`` is ``analysis.model.FORMAT_VERSION``).
+REPORT_FORMAT = "nsightwrap-report"
+
+
 def _ncu_regex_escape(text: str) -> str:
     # ncu's regex filters are ECMAScript-like; escape only the metacharacters (benchmark names
     # such as "mm[M=64]" carry brackets), never "/" or "@", which ncu reads as separators.

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nsightwrap.errors import ReportParseError, UsageError
-from nsightwrap.reportkind import ReportKind, detect
+from nsightwrap.core.errors import ReportParseError, UsageError
+from nsightwrap.parsers.kind import ReportKind, detect
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,7 +96,7 @@ def _nsys_view(path: Path, kind: ReportKind, by: str, nsys_tool: str | None) -> 
 
     sqlite = path
     if kind is ReportKind.NSYS_REP:
-        from nsightwrap.parsers.nsys_export import export_nsys_sqlite
+        from nsightwrap.run.nsys_export import export_nsys_sqlite
 
         sqlite = export_nsys_sqlite(path, nsys_tool)
     # Per range only times count: skip names, shapes and streams (a third faster on big files).

@@ -2,7 +2,7 @@
 
 Each pass is a separate run of the target; the environment variables of nsightwrap/contract.py
 tell the in-process timer the run directory and the pass. Every process is started by
-nsightwrap.launch; this module decides what to run, in which order, and what each outcome means,
+nsightwrap.run.launch; this module decides what to run, in which order, and what each outcome means,
 and writes the manifest. The command line and the terminal live in nsightwrap/cli/profile_cmd.py.
 """
 
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nsightwrap import __version__
-from nsightwrap.contract import ENV_NCU_ITERS, PASS_NCU, PASS_NSYS, PASS_PLAIN
-from nsightwrap.errors import (
+from nsightwrap.core.contract import ENV_NCU_ITERS, PASS_NCU, PASS_NSYS, PASS_PLAIN
+from nsightwrap.core.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TIMEOUT,
@@ -33,7 +33,7 @@ from nsightwrap.errors import (
     NsightwrapError,
     ToolNotFound,
 )
-from nsightwrap.launch import (
+from nsightwrap.run.launch import (
     Command,
     CommandResult,
     ncu_argv,
@@ -43,9 +43,9 @@ from nsightwrap.launch import (
     probe,
     run_command,
 )
-from nsightwrap.rundir import Manifest, PassRecord, RunLayout, write_manifest
-from nsightwrap.smisampler import SamplerRecord, SmiSampler
-from nsightwrap.tools import (
+from nsightwrap.run.rundir import Manifest, PassRecord, RunLayout, write_manifest
+from nsightwrap.run.smisampler import SamplerRecord, SmiSampler
+from nsightwrap.run.tools import (
     TOOL_ENV,
     Tool,
     describe,

@@ -1,0 +1,222 @@
+"""The timer's result type: ``BenchResult``, one benchmark's samples, statistics and method.
+
+Plain data with a JSON round trip (the sidecar); no torch, no NVML. Times in ns, clocks in Hz.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nsightwrap.core import contract
+from nsightwrap.core.errors import ReportParseError
+from nsightwrap.timer.stats import summarize
+
+
+def _opt_float(v: Any) -> float | None:
+    return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else float(v)
+
+
+def _json_safe(v: Any) -> Any:
+    # Sidecars are strict JSON: NaN and inf (e.g. rel_ci of one sample) become null.
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    return v
+
+
+def _fmt_time(ns: float) -> str:
+    if not math.isfinite(ns):
+        return "n/a"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.4g} {unit}"
+    return f"{ns:.4g} ns"
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """One benchmark's timing. ``samples_ns`` holds every measured sample, per call, after the
+    subtraction named in ``method['overhead_ns']`` (raw event window =
+    ``sample * method['calls_per_sample'] + method['overhead_ns']``)."""
+
+    name: str
+    params: Mapping[str, Any]
+    samples_ns: tuple[float, ...]
+    median_ns: float
+    min_ns: float
+    mean_ns: float
+    stdev_ns: float
+    iqr_ns: float
+    n: int
+    sm_clock_hz: float | None = None
+    clock_source: str = "none"
+    sample_clock_hz: tuple[float | None, ...] | None = None
+    throttled: int = 0
+    throttle_reasons: tuple[str, ...] = ()
+    method: Mapping[str, Any] = field(default_factory=dict)
+    flops: float | None = None
+    bytes: float | None = None
+    timed: bool = True
+
+    @classmethod
+    def from_samples(cls, name: str, samples_ns: Sequence[float], **kw: Any) -> BenchResult:
+        """Build a result from raw per-call samples (ns), computing the summary fields."""
+        s = summarize(samples_ns)
+        return cls(
+            name=name,
+            params=dict(kw.pop("params", None) or {}),
+            samples_ns=tuple(float(x) for x in samples_ns),
+            median_ns=s.median,
+            min_ns=s.min,
+            mean_ns=s.mean,
+            stdev_ns=s.stdev,
+            iqr_ns=s.iqr,
+            n=s.n,
+            **kw,
+        )
+
+    # convenience views -----------------------------------------------------------------------
+    @property
+    def nvtx_path(self) -> str:
+        """Path of the benchmark's range as the parsers write it (``nsightwrap:<name>``)."""
+        return f"{contract.NVTX_DOMAIN}:{self.name}"
+
+    @property
+    def median_ms(self) -> float:
+        return self.median_ns / 1e6
+
+    @property
+    def min_ms(self) -> float:
+        return self.min_ns / 1e6
+
+    @property
+    def mean_ms(self) -> float:
+        return self.mean_ns / 1e6
+
+    @property
+    def samples_ms(self) -> tuple[float, ...]:
+        return tuple(x / 1e6 for x in self.samples_ns)
+
+    @property
+    def tflops(self) -> float | None:
+        """Achieved TFLOP/s at the median, when ``flops`` was given."""
+        if not self.flops or not self.median_ns > 0:
+            return None
+        return self.flops / self.median_ns / 1e3
+
+    @property
+    def gbps(self) -> float | None:
+        """Achieved GB/s (1e9 bytes/s) at the median, when ``bytes`` was given."""
+        if not self.bytes or not self.median_ns > 0:
+            return None
+        return self.bytes / self.median_ns
+
+    # (de)serialization -----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The sidecar entry of this benchmark (docs/contracts.md); NaN becomes null."""
+        return {
+            "name": self.name,
+            "params": dict(self.params),
+            "nvtx_path": self.nvtx_path,
+            "timed": self.timed,
+            "samples_ns": list(self.samples_ns),
+            "median_ns": _opt_float(self.median_ns),
+            "min_ns": _opt_float(self.min_ns),
+            "mean_ns": _opt_float(self.mean_ns),
+            "stdev_ns": _opt_float(self.stdev_ns),
+            "iqr_ns": _opt_float(self.iqr_ns),
+            "n": self.n,
+            "sm_clock_hz": _opt_float(self.sm_clock_hz),
+            "clock_source": self.clock_source,
+            "sample_clock_hz": None
+            if self.sample_clock_hz is None
+            else [_opt_float(v) for v in self.sample_clock_hz],
+            "throttled": self.throttled,
+            "throttle_reasons": list(self.throttle_reasons),
+            "method": _json_safe(dict(self.method)),
+            "flops": self.flops,
+            "bytes": self.bytes,
+            "tflops": self.tflops,
+            "gbps": self.gbps,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> BenchResult:
+        """Inverse of ``to_dict``; ReportParseError names a missing field."""
+        name = d.get("name", "?")
+
+        def need(key: str) -> Any:
+            if key not in d:
+                raise ReportParseError(f"timer sidecar: benchmark {name!r} is missing field {key!r}")
+            return d[key]
+
+        def num(key: str) -> float:
+            v = need(key)
+            return math.nan if v is None else float(v)
+
+        scs = d.get("sample_clock_hz")
+        return cls(
+            name=str(need("name")),
+            params=dict(need("params")),
+            samples_ns=tuple(float(x) for x in need("samples_ns")),
+            median_ns=num("median_ns"),
+            min_ns=num("min_ns"),
+            mean_ns=num("mean_ns"),
+            stdev_ns=num("stdev_ns"),
+            iqr_ns=num("iqr_ns"),
+            n=int(need("n")),
+            sm_clock_hz=_opt_float(d.get("sm_clock_hz")),
+            clock_source=str(d.get("clock_source", "none")),
+            sample_clock_hz=None if scs is None else tuple(_opt_float(v) for v in scs),
+            throttled=int(d.get("throttled", 0)),
+            throttle_reasons=tuple(d.get("throttle_reasons", ())),
+            method=dict(need("method")),
+            flops=d.get("flops"),
+            bytes=d.get("bytes"),
+            timed=bool(d.get("timed", True)),
+        )
+
+    def __str__(self) -> str:
+        if not self.timed:
+            return (
+                f"{self.name}: not timed under the {self.method.get('pass')} pass "
+                f"({self.method.get('ncu_iterations')} iterations for the profiler)"
+            )
+        head = (
+            f"{self.name}: median {_fmt_time(self.median_ns)}  (min {_fmt_time(self.min_ns)}, "
+            f"mean {_fmt_time(self.mean_ns)} ± {_fmt_time(self.stdev_ns)}, "
+            f"IQR {_fmt_time(self.iqr_ns)}, n={self.n})"
+        )
+        extra = []
+        if self.tflops is not None:
+            extra.append(f"{self.tflops:.1f} TFLOP/s")
+        if self.gbps is not None:
+            extra.append(f"{self.gbps:.0f} GB/s")
+        if self.sm_clock_hz:
+            clk = f"SM {self.sm_clock_hz / 1e9:.2f} GHz"
+            if self.throttled:
+                clk += f", {self.throttled} samples throttled ({', '.join(self.throttle_reasons)})"
+            extra.append(clk)
+        m = self.method
+        how = ["L2 flushed" if m.get("flush_l2") else "warm L2"]
+        if m.get("hold_queue"):
+            how.append("queue held")
+        if m.get("cuda_graph"):
+            how.append(f"CUDA graph x{m.get('calls_per_sample')}")
+        if m.get("overhead_ns"):
+            how.append(f"-{_fmt_time(m['overhead_ns'])} empty window")
+        extra.append("; ".join(how))
+        return head + "  " + "  ".join(extra)
+
+
+def bench_name(name: str, params: Mapping[str, Any] | None = None) -> str:
+    """``name[k=v,k2=v2]`` for a parametrized benchmark, ``name`` otherwise."""
+    if not params:
+        return name
+    return f"{name}[{','.join(f'{k}={v}' for k, v in params.items())}]"
