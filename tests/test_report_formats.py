@@ -39,7 +39,7 @@ def test_json_round_trip_and_contract_fields(result: RunResult, tmp_path: Path) 
     path = tmp_path / "r.json"
     write_report_json(result, path)
     doc = json.loads(path.read_text())
-    assert doc["format"] == "nsightwrap-report" and doc["version"] == 1
+    assert doc["format"] == "nsightwrap-report" and doc["version"] == 2
     assert doc["environment"]["gpu_name"] == "NVIDIA H200"
     small = doc["benchmarks"][0]
     assert small["name"] == "mm_small" and small["params"] == {}

@@ -12,10 +12,15 @@ from enum import Enum
 from typing import Any
 
 #: Version of the report JSON (``"format": "nsightwrap-report"``). The reader refuses any
-#: other version. History (pyperf style: one line per change, newest last):
+#: version outside ``READABLE_VERSIONS``. History (pyperf style: one line per change, newest last):
 #:   1 (0.1.0): first version: environment, settings, benchmarks with timer / ncu / nsys
 #:              blocks, per-kernel rows, ratio, verdict and causes, plain-pass clock trace.
-FORMAT_VERSION = 1
+#:   2 (0.2.0): per benchmark ``source`` and ``user_value_ns`` (timings captured from unmodified
+#:              scripts), ``gap`` (the decomposition of timer - ncu), ``roofline``, ``power``;
+#:              per kernel the measured clock elasticity and the base-clock ncu measurement.
+FORMAT_VERSION = 2
+#: Report versions this nsightwrap reads (version 2 only added fields, so version 1 reads as is).
+READABLE_VERSIONS = (1, 2)
 
 
 class Verdict(str, Enum):
@@ -76,6 +81,13 @@ class KernelTiming:
     memory_throughput_pct: float | None
     clock_model: ClockModel
     normalized_ns: float
+    #: Clock elasticity e of duration ~ f**-e (1: follows the SM clock, 0: does not).
+    elasticity: float | None = None
+    #: ``measured`` (ncu at two clock settings) or ``heuristic`` (from throughput counters).
+    elasticity_source: str = "heuristic"
+    #: The same kernel under ``ncu --clock-control base`` (the clock-sweep pass), where it ran.
+    base_duration_ns: float | None = None
+    base_sm_clock_hz: float | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +161,66 @@ class BenchmarkResult:
     verdict: Verdict
     causes: tuple[Cause, ...]
     notes: tuple[str, ...] = ()
+    #: Where the timing came from: ``kind`` (``nsightwrap_bench``, ``do_bench``,
+    #: ``do_bench_cudagraph``, ``torch_benchmark``, ``cuda_events``, ``nvtx_range``), ``site``
+    #: (``file:line``), ``call`` (the n-th call from that site), ``label``.
+    source: Mapping[str, Any] = field(default_factory=lambda: {"kind": "nsightwrap_bench"})
+    #: What the user's own code got back (do_bench's return value, Measurement.median, ...), ns.
+    user_value_ns: float | None = None
+    #: The decomposition of timer - ncu into measured parts (see ``Gap``).
+    gap: Gap | None = None
+    #: Achieved throughput against the measured roofs of this GPU.
+    roofline: Roofline | None = None
+    #: Energy, power and temperature during the timed samples.
+    power: PowerStats | None = None
+
+
+@dataclass(frozen=True)
+class GapPart:
+    """One measured part of a benchmark's gap (ns; positive: the timing is longer than ncu)."""
+
+    cause: str
+    ns: float
+    evidence: Mapping[str, Any]
+    fix: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Gap:
+    """timer - ncu (ncu at its own clock) = sum of the parts + residual, exactly."""
+
+    total_ns: float
+    parts: tuple[GapPart, ...]
+    residual_ns: float
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """Achieved FLOP/s and bytes/s of one benchmark against the measured (or datasheet) roofs."""
+
+    flops: float | None
+    bytes: float | None
+    flops_per_s: float | None
+    bytes_per_s: float | None
+    intensity: float | None  # FLOP per byte
+    bound: str | None  # "memory" or "compute", from the ridge point
+    roof_pct: float | None  # % of the roof that applies at this intensity
+    peak_source: str  # "measured", "datasheet" or "none"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PowerStats:
+    """NVML energy, power and temperature around one benchmark's timed samples."""
+
+    energy_j: float | None
+    energy_per_call_j: float | None
+    mean_w: float | None
+    peak_w: float | None
+    peak_temp_c: float | None
+    throttle_reasons: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nsightwrap.analysis.model import FORMAT_VERSION
+from nsightwrap.analysis.model import READABLE_VERSIONS
 from nsightwrap.compare.verdicts import METRICS, Samples, Side
 from nsightwrap.core.contract import PASS_PLAIN, REPORT_FORMAT, SIDECAR_FORMAT, SIDECAR_GLOB
 from nsightwrap.core.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
@@ -25,7 +25,7 @@ from nsightwrap.core.jsonfile import read_json_object
 from nsightwrap.parsers.sidecar import check_sidecar, read_sidecar_doc
 
 #: Versions of the report JSON this reader understands (sidecars: nsightwrap.parsers.sidecar).
-REPORT_VERSIONS = (FORMAT_VERSION,)
+REPORT_VERSIONS = READABLE_VERSIONS
 
 
 #: Turns a run directory into its report document (the analysis, then the report's JSON form).

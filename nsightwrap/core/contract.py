@@ -29,7 +29,7 @@ ITER_PREFIX = "iter"
 SIDECAR_GLOB = "timer-*.json"
 SIDECAR_FORMAT = "nsightwrap-timer"
 #: Version of the timer sidecar format (docs/contracts.md lists the fields).
-SIDECAR_VERSION = 1
+SIDECAR_VERSION = 2
 
 #: Under the ncu pass, ``1`` makes the timer also bracket each measured call with
 #: cudaProfilerStart/Stop, so that ``ncu --profile-from-start off`` profiles exactly the measured

@@ -17,6 +17,7 @@ from typing import Any
 from nsightwrap import __version__
 from nsightwrap.analysis.model import (
     FORMAT_VERSION,
+    READABLE_VERSIONS,
     BenchmarkResult,
     Cause,
     CauseCode,
@@ -74,9 +75,10 @@ def report_from_dict(doc: Any, *, where: str = "report") -> RunResult:
     if not isinstance(doc, Mapping) or doc.get("format") != REPORT_FORMAT:
         fmt = doc.get("format") if isinstance(doc, Mapping) else None
         raise ReportParseError(f"{where}: not an nsightwrap report (format {fmt!r})")
-    if doc.get("version") != FORMAT_VERSION:
+    if doc.get("version") not in READABLE_VERSIONS:
         raise FormatVersionError(
-            f"{where}: report version {doc.get('version')!r} is not supported (this nsightwrap reads {FORMAT_VERSION})",
+            f"{where}: report version {doc.get('version')!r} is not supported "
+            f"(this nsightwrap reads {', '.join(map(str, READABLE_VERSIONS))})",
             hint="upgrade nsightwrap or regenerate the report with this version",
         )
     try:

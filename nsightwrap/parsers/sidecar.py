@@ -7,6 +7,8 @@ used (no pandas).
 
 Format versions (``"version"``):
   1 (2026-11): first version; fields in docs/contracts.md.
+  2 (2026-12): per-sample clocks, power and energy, captured timings of unmodified scripts
+               (``source``, ``user_value_ns``); version-1 files still read.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from nsightwrap.core.jsonfile import read_json_object
 from nsightwrap.timer.result import BenchResult
 
 #: Sidecar versions this nsightwrap reads.
-SIDECAR_VERSIONS = (1,)
+SIDECAR_VERSIONS = (1, 2)
 
 
 def check_sidecar(path: str | os.PathLike[str], doc: dict[str, Any]) -> dict[str, Any]:
