@@ -25,6 +25,7 @@ from rich.console import Console
 from nsightwrap.analysis.load import analyze
 from nsightwrap.analysis.model import BenchmarkResult, ClockModel, RunResult
 from nsightwrap.cli import main
+from nsightwrap.core.unpack import unpacked
 from nsightwrap.export.html import render_html
 from nsightwrap.export.jsonio import load_report_json, report_to_dict, write_report_json
 from nsightwrap.export.markdown import render_markdown
@@ -59,12 +60,13 @@ def sidecar() -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def ncu_rows() -> pd.DataFrame:
-    return read_ncu_rep(RUN / "ncu" / "report.ncu-rep")
+    return read_ncu_rep(RUN / "ncu" / "report.ncu-rep.gz")
 
 
 @pytest.fixture(scope="module")
 def db() -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{RUN / 'nsys' / 'report.sqlite'}?mode=ro", uri=True)
+    # The shipped export is gzipped; the test's own SQL runs on the same unpacked copy.
+    return sqlite3.connect(f"file:{unpacked(RUN / 'nsys' / 'report.sqlite.gz')}?mode=ro", uri=True)
 
 
 def bench(result: RunResult, name: str) -> BenchmarkResult:

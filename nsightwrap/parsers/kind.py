@@ -12,6 +12,7 @@ from pathlib import Path
 
 from nsightwrap.core.contract import REPORT_FORMAT, SIDECAR_FORMAT
 from nsightwrap.core.errors import InputNotFound, ReportParseError
+from nsightwrap.core.unpack import unpacked
 
 _HEAD_BYTES = 64 * 1024
 
@@ -51,6 +52,8 @@ def detect(path: str | Path) -> ReportKind:
             head = fh.read(_HEAD_BYTES)
     except OSError as exc:
         raise InputNotFound(f"{p} cannot be read ({exc.strerror})") from exc
+    if p.suffix == ".gz" and head.startswith(b"\x1f\x8b"):
+        return detect(unpacked(p))  # parsers read the .gz through the same unpacked copy
     kind = _from_content(head, p)
     if kind is not None:
         return kind

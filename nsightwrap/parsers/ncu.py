@@ -21,6 +21,7 @@ import pandas as pd
 from nsightwrap.core.contract import NVTX_DOMAIN
 from nsightwrap.core.errors import InputNotFound, ReportParseError
 from nsightwrap.core.units import parse_number, unit_factor
+from nsightwrap.core.unpack import unpacked
 
 #: ncu_report's name of the unnamed NVTX domain; paths in it carry no ``domain:`` prefix.
 DEFAULT_DOMAIN = "<default domain>"
@@ -334,6 +335,7 @@ def _load_rep(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, An
     if not p.is_file():
         raise InputNotFound(f"{p}: no such Nsight Compute report",
                             hint="check the path, or run `nsightwrap profile` first")  # fmt: skip
+    p = unpacked(p)
     declared = check_ncu_rep(p)
     try:
         import ncu_report

@@ -27,6 +27,7 @@ import pandas as pd
 
 from nsightwrap.core.errors import InputNotFound, ReportParseError
 from nsightwrap.core.intervals import containing, span_by_group, union_by_group
+from nsightwrap.core.unpack import unpacked
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -84,13 +85,13 @@ class NsysReport:
 
 
 def read_nsys(path: str | Path, *, detail: bool = True) -> NsysReport:
-    """Read an nsys ``.sqlite`` export; raise InputNotFound / ReportParseError on bad input.
+    """Read an nsys ``.sqlite`` export (or ``.sqlite.gz``); raise InputNotFound / ReportParseError on bad input.
 
     ``detail=False`` reads only what timing and attribution need (kind, times, correlation,
     launch thread and time; range names, kinds and threads): ops' names, shapes, streams and
     API names are then NA. It reads large captures about a third faster.
     """
-    p = Path(path)
+    p = unpacked(path)
     with _open(p) as con:
         try:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}

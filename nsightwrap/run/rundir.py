@@ -25,6 +25,12 @@ MANIFEST_NAME = "manifest.json"
 DEFAULT_ROOT = "nsightwrap-runs"
 
 
+def _plain_or_gz(path: Path) -> Path:
+    # A shipped run directory may hold its largest reports gzipped (parsers read both).
+    gz = path.with_name(path.name + ".gz")
+    return gz if not path.exists() and gz.exists() else path
+
+
 @dataclass(frozen=True)
 class RunLayout:
     """Paths inside one run directory (see docs/contracts.md)."""
@@ -65,7 +71,7 @@ class RunLayout:
 
     @property
     def ncu_report(self) -> Path:
-        return self.pass_dir(PASS_NCU) / "report.ncu-rep"
+        return _plain_or_gz(self.pass_dir(PASS_NCU) / "report.ncu-rep")
 
     @property
     def nsys_report_base(self) -> Path:
@@ -81,7 +87,7 @@ class RunLayout:
 
     @property
     def nsys_sqlite(self) -> Path:
-        return self.pass_dir(PASS_NSYS) / "report.sqlite"
+        return _plain_or_gz(self.pass_dir(PASS_NSYS) / "report.sqlite")
 
     def files(self, name: str) -> list[str]:
         """Files under pass ``name``'s directory, relative to the run directory, sorted."""

@@ -1,0 +1,59 @@
+"""Gzipped reports (``report.ncu-rep.gz``, ``report.sqlite.gz``) read as if they were plain.
+
+ncu_report and SQLite need a file on disk, so a ``.gz`` is unpacked once into the user's cache
+(``$XDG_CACHE_HOME/nsightwrap/unpacked``, else ``~/.cache/...``, else the temp folder), keyed by
+the file's path, size and mtime; the original is never touched. Run directories and fixtures
+can then ship their largest reports compressed (an ncu report packs about 8:1).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import shutil
+import tempfile
+import zlib
+from pathlib import Path
+
+from nsightwrap.core.errors import ReportParseError
+
+
+def cache_root() -> Path:
+    """nsightwrap's cache folder (not created here)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "nsightwrap"
+
+
+def _writable_dir(path: Path) -> Path:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if os.access(path, os.W_OK):
+            return path
+    except OSError:
+        pass
+    fallback = Path(tempfile.gettempdir()) / f"nsightwrap-{os.getuid()}" / "unpacked"
+    fallback.mkdir(parents=True, exist_ok=True)
+    return fallback
+
+
+def unpacked(path: str | os.PathLike[str]) -> Path:
+    """``path`` itself, or for ``*.gz`` the path of its unpacked copy (made on first use)."""
+    p = Path(path)
+    if p.suffix != ".gz" or not p.is_file():
+        return p
+    st = p.stat()
+    key = hashlib.sha1(f"{p.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    out = _writable_dir(cache_root() / "unpacked" / key) / p.name[: -len(".gz")]
+    if out.is_file():
+        return out
+    tmp = out.with_name(out.name + f".part-{os.getpid()}")
+    try:
+        with gzip.open(p, "rb") as src, tmp.open("wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    except (OSError, EOFError, zlib.error) as exc:
+        tmp.unlink(missing_ok=True)
+        raise ReportParseError(f"{p}: cannot unpack ({exc})",
+                               hint="the .gz file is truncated or corrupt: copy it again") from None  # fmt: skip
+    os.replace(tmp, out)  # atomic: a reader in another process sees all of it or nothing
+    return out

@@ -1,0 +1,38 @@
+"""Gzipped reports read as plain ones: once unpacked into the cache, damaged archives one clear error."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from nsightwrap.core.errors import ReportParseError
+from nsightwrap.core.unpack import unpacked
+from nsightwrap.parsers.kind import ReportKind, detect
+from nsightwrap.parsers.nsys import read_nsys
+
+REF = Path(__file__).resolve().parent.parent / "fixtures" / "reference" / "h200-workload"
+
+
+def test_gz_report_reads_like_the_plain_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    gz = tmp_path / "workload.sqlite.gz"
+    gz.write_bytes(gzip.compress((REF / "workload.sqlite").read_bytes()))
+    assert detect(gz) is ReportKind.NSYS_SQLITE
+    plain, packed = read_nsys(REF / "workload.sqlite"), read_nsys(gz)
+    assert len(packed.ops) == len(plain.ops) > 0
+    assert packed.ops["duration_ns"].sum() == plain.ops["duration_ns"].sum()
+    first = unpacked(gz)
+    assert first.parent.parent == tmp_path / "cache" / "nsightwrap" / "unpacked"
+    assert unpacked(gz) == first and first.read_bytes() == (REF / "workload.sqlite").read_bytes()
+    assert unpacked(REF / "workload.sqlite") == REF / "workload.sqlite"  # plain files pass through
+
+
+def test_truncated_gz_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    gz = tmp_path / "report.sqlite.gz"
+    gz.write_bytes(gzip.compress((REF / "workload.sqlite").read_bytes())[:5000])
+    with pytest.raises(ReportParseError, match="cannot unpack"):
+        unpacked(gz)
+    assert gz.is_file() and not list((tmp_path / "cache").rglob("*.part-*"))  # original kept, no debris
