@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +11,6 @@ import pytest
 from refrun import build_run_dir
 
 from nsightwrap.cli import main
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -82,15 +79,3 @@ def test_future_manifest_version(tmp_path: Path, capsys: pytest.CaptureFixture[s
     r = call(capsys, "report", d)
     assert r.returncode == 2 and "manifest version 7" in r.stderr
 
-
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed")
-def test_html_renders_in_headless_chromium(run_dir: Path, tmp_path: Path) -> None:
-    html = tmp_path / "r.html"
-    assert run("report", run_dir, "-f", "html", "-o", html).returncode == 0
-    png = tmp_path / "r.png"
-    r = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "render_html.sh"), str(html), str(png), "1400x2400"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 50_000

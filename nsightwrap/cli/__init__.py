@@ -6,6 +6,7 @@ traceback instead.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -34,9 +35,30 @@ _state = {"debug": False}
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+def tool_lines() -> list[str]:
+    """One line per profiler ``profile`` would use: ``ncu VERSION at PATH``, or ``ncu: not found``."""
+    from nsightwrap.core.errors import ToolNotFound
+    from nsightwrap.run.tools import TOOL_ENV, find_tool, with_version
+
+    lines = []
+    for name in ("ncu", "nsys"):
+        try:
+            tool = with_version(find_tool(name))
+        except ToolNotFound:
+            given = os.environ.get(TOOL_ENV[name])
+            # A NSIGHTWRAP_NCU that points nowhere is named; otherwise say how to point at one.
+            where = f"at {given}, given by {TOOL_ENV[name]}" if given else f"put it on PATH or set {TOOL_ENV[name]}"
+            lines.append(f"{name}: not found ({where})")
+            continue
+        lines.append(f"{name} {tool.version or '(version unknown)'} at {tool.path}")
+    return lines
+
+
 def _version(value: bool) -> None:
     if value:
         print(f"nsightwrap {__version__}")
+        for line in tool_lines():
+            print(line)
         raise typer.Exit()
 
 
@@ -44,7 +66,8 @@ def _version(value: bool) -> None:
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an error."),
     version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        False, "--version", callback=_version, is_eager=True,
+        help="Print nsightwrap's version and the ncu and nsys it finds, and exit.",
     ),
 ) -> None:
     _state["debug"] = debug

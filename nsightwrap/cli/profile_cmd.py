@@ -1,5 +1,5 @@
 """``nsightwrap profile TARGET [ARGS...]``: the command line and the terminal display of a run;
-the run itself is nsightwrap/profiling.py.
+the run itself is nsightwrap/run/profiling.py.
 """
 
 from __future__ import annotations
@@ -98,6 +98,35 @@ def _parse_passes(text: str | None) -> tuple[tuple[str, ...], bool]:
     return tuple(p for p in PASSES if p in names), True
 
 
+def _own_options_note(ctx: typer.Context, target: list[str], head: int) -> str | None:
+    """A note when arguments after TARGET are spelled like profile's own options (they still go
+    to the target: ``bench.py -o run`` passes ``-o run`` to bench.py); None when none are."""
+    params = [p for p in ctx.command.params if p.param_type_name == "option"]
+    by_name = {o: p for p in params for o in (*p.opts, *p.secondary_opts)}
+    found: list[str] = []
+    moved: list[str] = []  # the options with their values, as they would go before TARGET
+    rest = target[head:]
+    i = 0
+    while i < len(rest) and rest[i] != "--":  # after a second "--" the user has said what is meant
+        opt = by_name.get(rest[i].split("=", 1)[0])
+        if opt is None:
+            i += 1
+            continue
+        takes_value = not getattr(opt, "is_flag", False) and "=" not in rest[i] and i + 1 < len(rest)
+        found.append(rest[i].split("=", 1)[0])
+        moved += rest[i : i + 1 + takes_value]
+        del rest[i : i + 1 + takes_value]
+    if not found:
+        return None
+    label = shlex.join(target[:head])
+    return (
+        f"{', '.join(dict.fromkeys(found))} after {label} went to {label}, not to nsightwrap: "
+        f"everything after TARGET belongs to it. For nsightwrap, put them before TARGET, as in "
+        f"nsightwrap profile {shlex.join([*moved, *target[:head], *rest])} "
+        f"(or write -- after {label} to pass them on without this note)"
+    )
+
+
 def _print_problem(console: Console, p: Problem) -> None:
     line = f"{p.message} ({p.hint})" if p.hint else p.message
     console.print(f"[bold red]error:[/] {escape(line)}", highlight=False)
@@ -140,6 +169,7 @@ def _analyze(root: Path, out: Console, err: Console, *, show: bool) -> int:
     ),
 )
 def profile_command(
+    ctx: typer.Context,
     target: Annotated[list[str], typer.Argument(metavar="TARGET [ARGS]...", show_default=False)],
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Run directory (must not exist).")
@@ -191,6 +221,8 @@ def profile_command(
         # `nsightwrap profile bench.py -- --quick`: the "--" separates nsightwrap's arguments
         # from the target's, it is not one of them.
         target = [*target[:head], *target[head + 1 :]]
+    elif (note := _own_options_note(ctx, target, head)) and not quiet:
+        err.print(f"[bold]note:[/] {escape(note)}", highlight=False)
     names, explicit = _parse_passes(passes)
     extra_metrics = tuple(m.strip() for m in (metrics or "").split(",") if m.strip())
     s = Settings(
