@@ -1,11 +1,16 @@
-"""The notebook API: a run, a ``.ncu-rep`` or an nsys export as pandas DataFrames in one call.
+"""The notebook API: a run, an ncu report or an nsys export as pandas DataFrames in one call.
 
     import nsightwrap as nw
-    run = nw.load_run("nsightwrap-runs/2026-12-01-bench")
-    run.to_frame()          # one row per benchmark
-    run                     # in Jupyter: the HTML report
-    nw.read_ncu("report.ncu-rep")      # one row per profiled kernel
-    nw.read_nsys("report.sqlite").ops  # GPU ops; .ranges, .attribution
+    run = nw.load_run("nsightwrap-runs/20261201-120000-bench")
+    run.to_frame()          # one row per benchmark: timer, ncu, nsys, ratio, verdict
+    run.kernels()           # one row per kernel ncu profiled, with its clock model
+    run                     # in Jupyter: the HTML report, as `nsightwrap report --format html`
+    nw.read_ncu("report.ncu-rep")      # one row per profiled kernel, every metric
+    nw.read_nsys("report.sqlite").ops  # GPU ops; .ranges (NVTX), .attribution (op -> range)
+
+Columns and units: docs/notebook.md. Times are in ns, clocks in Hz, sizes in bytes. Bad input
+raises an ``NsightwrapError`` (``nsightwrap.core.errors``) whose message names the file and the
+fix, as the command line prints it.
 
 Like the CLI, this module sits above every stage and composes them; nothing imports it.
 """
@@ -19,14 +24,30 @@ import pandas as pd
 
 from nsightwrap.analysis.frames import benchmarks_frame, kernels_frame
 from nsightwrap.analysis.model import BenchmarkResult, RunResult
+from nsightwrap.core.errors import InputNotFound, ReportParseError
+from nsightwrap.parsers.kind import ReportKind, detect
 from nsightwrap.parsers.nsys import NsysReport
+
+#: The function that reads each kind of file, for the error when a file reaches the wrong one.
+_READER = {
+    ReportKind.NCU_REP: "read_ncu",
+    ReportKind.NCU_CSV: "read_ncu",
+    ReportKind.NSYS_SQLITE: "read_nsys",
+    ReportKind.NSYS_REP: "read_nsys",
+}
 
 
 @dataclass(frozen=True)
 class Run:
-    """An analysed run directory: ``result`` (the ``RunResult``), frames, and an HTML view."""
+    """An analysed run directory: ``result`` (the ``RunResult`` every exporter reads), its tidy
+    frames, and its HTML report as the notebook's view."""
 
     result: RunResult
+
+    @property
+    def path(self) -> Path:
+        """The run directory."""
+        return Path(self.result.run_dir)
 
     @property
     def benchmarks(self) -> tuple[BenchmarkResult, ...]:
@@ -38,12 +59,22 @@ class Run:
         """The benchmarks whose timing disagrees with the profilers."""
         return self.result.flagged
 
+    def benchmark(self, name: str) -> BenchmarkResult:
+        """One benchmark by name (``mm[M=64]`` for a sweep point); KeyError naming the others."""
+        for b in self.result.benchmarks:
+            if b.name == name:
+                return b
+        known = ", ".join(b.name for b in self.result.benchmarks) or "none"
+        raise KeyError(f"no benchmark {name!r} in {self.result.run_dir} (benchmarks: {known})")
+
     def to_frame(self) -> pd.DataFrame:
-        """One row per benchmark (columns: ``analysis.frames.BENCHMARK_COLUMNS``)."""
+        """One row per benchmark, in the run's order (columns: docs/notebook.md,
+        ``analysis.frames.BENCHMARK_COLUMNS``)."""
         return benchmarks_frame(self.result)
 
     def kernels(self) -> pd.DataFrame:
-        """One row per profiled kernel (columns: ``analysis.frames.KERNEL_COLUMNS``)."""
+        """One row per kernel ncu profiled in a measured iteration (columns: docs/notebook.md,
+        ``analysis.frames.KERNEL_COLUMNS``)."""
         return kernels_frame(self.result)
 
     def _repr_html_(self) -> str:
@@ -58,27 +89,82 @@ class Run:
 
 
 def load_run(path: str | Path, *, tolerance: float = 0.1, clock_ref: str = "plain") -> Run:
-    """Analyse a run directory (as ``nsightwrap report`` does) and return it as a ``Run``."""
+    """Analyse a run directory of ``nsightwrap profile`` (as ``nsightwrap report`` does).
+
+    ``tolerance`` is the fraction timer and ncu may differ by (0.1: 10%); ``clock_ref`` the
+    reference SM clock (``plain``, ``boost``, ``base`` or a clock such as ``1.98e9``/``1980MHz``),
+    as ``report --tolerance/--clock-ref`` take them.
+    """
     from nsightwrap.analysis.load import analyze
 
-    return Run(analyze(Path(path), tolerance=tolerance, clock_ref=clock_ref))
+    p = Path(path)
+    if not p.exists():
+        raise InputNotFound(f"{p} not found", hint="give the run directory `nsightwrap profile` wrote")
+    if not p.is_dir():
+        raise InputNotFound(
+            f"{p} is a file, not a run directory",
+            hint="give the folder `nsightwrap profile` wrote; read a single report with read_ncu or read_nsys",
+        )
+    return Run(analyze(p, tolerance=tolerance, clock_ref=clock_ref))
+
+
+def _kind(path: Path, wanted: str) -> ReportKind:
+    """The report kind of ``path`` (read from its content, not its name); one clear error for a
+    missing path, a directory, or a file that belongs to another reader."""
+    if not path.exists():
+        raise InputNotFound(f"{path} not found", hint=f"give the path of {wanted}")
+    if path.is_dir():
+        raise InputNotFound(
+            f"{path} is a directory", hint=f"give the path of {wanted}; load a run directory with load_run"
+        )
+    kind = detect(path)  # an empty, corrupt or unknown file: one line naming it
+    if kind not in _READER:
+        run_file = kind in (ReportKind.TIMER_JSON, ReportKind.SMI_XML, ReportKind.SMI_CSV, ReportKind.REPORT_JSON)
+        raise ReportParseError(
+            f"{path} is a {kind.value} file, not {wanted}",
+            hint="load the run directory it belongs to with load_run" if run_file else f"give {wanted}",
+        )
+    return kind
 
 
 def read_ncu(path: str | Path) -> pd.DataFrame:
-    """A ``.ncu-rep`` or ncu raw CSV as one row per profiled kernel (docs/ncu-parsing.md)."""
-    from nsightwrap.parsers.ncu import read_ncu as _read
+    """One row per kernel of an ncu report: a ``.ncu-rep`` (or ``.ncu-rep.gz``) or an ncu raw-page
+    CSV. Columns (docs/notebook.md, docs/ncu-parsing.md): ``launch_id``, ``kernel``,
+    ``kernel_short``, ``grid``, ``block``, ``device``, ``context``, ``stream``, ``duration_ns``,
+    ``sm_clock_hz``, ``dram_bytes_read``, ``dram_bytes_write``, ``dram_bytes``,
+    ``sm_throughput_pct``, ``memory_throughput_pct``, ``dram_throughput_pct``, ``nvtx_path``,
+    ``nvtx_ranges``, then every metric collected, under its ncu name, in base units (ns, Hz,
+    bytes). Needs no GPU and no ncu.
+    """
+    # The native ncu_report runs in a child process: its crash raises one error, not a dead kernel.
+    from nsightwrap.run.ncu_isolated import read_ncu_isolated as _read
 
-    return _read(path)
+    p = Path(path)
+    kind = _kind(p, "an Nsight Compute report (.ncu-rep, or ncu's raw CSV)")
+    if _READER[kind] != "read_ncu":
+        raise ReportParseError(f"{p} is an Nsight Systems report", hint="read it with read_nsys")
+    return _read(p)
 
 
-def read_nsys(path: str | Path) -> NsysReport:
-    """An nsys SQLite export (or a ``.nsys-rep``, exported on the fly with ``nsys export``) as
-    ``.ops``, ``.ranges`` and ``.attribution`` frames (docs/nsys-parsing.md)."""
+def read_nsys(path: str | Path, *, detail: bool = True) -> NsysReport:
+    """An nsys capture as three frames: ``.ops`` (GPU kernels, copies, memsets, graphs), ``.ranges``
+    (NVTX ranges) and ``.attribution`` (``op_id`` -> ``range_id``); columns in docs/notebook.md.
+
+    Takes the SQLite export (``.sqlite`` or ``.sqlite.gz``) or a ``.nsys-rep``: for that, an
+    export beside it is used (``.sqlite`` or ``.sqlite.gz``), else it is exported with
+    ``nsys export`` (which needs nsys). ``detail=False`` skips names, shapes and streams (faster).
+    """
     from nsightwrap.parsers.nsys import read_nsys as _read
 
     p = Path(path)
-    if p.suffix == ".nsys-rep":
-        from nsightwrap.run.nsys_export import export_nsys_sqlite
+    kind = _kind(p, "an Nsight Systems export (.sqlite) or report (.nsys-rep)")
+    if _READER[kind] != "read_nsys":
+        raise ReportParseError(f"{p} is an Nsight Compute report", hint="read it with read_ncu")
+    if kind is ReportKind.NSYS_REP:
+        from nsightwrap.run.nsys_export import export_nsys_sqlite, sqlite_path_for
 
-        p = export_nsys_sqlite(p)
-    return _read(p)
+        export = sqlite_path_for(p)
+        gz = export.with_name(export.name + ".gz")
+        # A shipped run directory keeps its export gzipped beside the report: no nsys needed.
+        p = gz if not export.is_file() and gz.is_file() else export_nsys_sqlite(p)
+    return _read(p, detail=detail)
