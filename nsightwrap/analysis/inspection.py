@@ -1,6 +1,6 @@
 """What ``nsightwrap inspect`` shows of one report file: a frame, shaped per GPU op or per NVTX range.
 
-The file's kind is read from its content (``reportkind``); each kind goes to its parser, and the
+The file's kind is read from its content (``parsers.kind``); each kind goes to its parser, and the
 result is one ``View``. Exporters (``export.frames``) print it.
 """
 

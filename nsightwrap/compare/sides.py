@@ -1,6 +1,6 @@
 """Read one side of ``nsightwrap compare``: a run directory, a report JSON or a timer sidecar.
 
-Every input ends as a ``compare.Side``: per benchmark the raw samples of the chosen metric and,
+Every input ends as a ``compare.verdicts.Side``: per benchmark the raw samples of the chosen metric and,
 where a clock is known, the same samples in SM cycles (time x clock: cycles do not depend on
 the clock, so two runs at different clocks compare fairly in cycles).
 

@@ -1,6 +1,6 @@
 """Report JSON (``"format": "nsightwrap-report"``): write, and read back with a version check.
 
-The schema is in docs/report-json.md; ``model.FORMAT_VERSION`` carries its history. Every
+The schema is in docs/report-json.md; ``analysis.model.FORMAT_VERSION`` carries its history. Every
 number the other formats show is here, raw timer samples and per-kernel rows included. NaN is
 written as null (JSON has no NaN).
 """

@@ -143,7 +143,7 @@ def target_argv(target: Sequence[str], *, python: str = sys.executable) -> list[
 
 
 def pass_env(run_dir: Path, pass_name: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment variables a pass adds for the in-process timer (nsightwrap/contract.py)."""
+    """The environment variables a pass adds for the in-process timer (nsightwrap/core/contract.py)."""
     from nsightwrap.core.contract import ENV_PASS, ENV_RUN_DIR
 
     env = {ENV_RUN_DIR: str(run_dir.resolve()), ENV_PASS: pass_name}

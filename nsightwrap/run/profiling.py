@@ -1,6 +1,6 @@
 """One ``nsightwrap profile`` run: the target plain, under ncu and under nsys, into one run directory.
 
-Each pass is a separate run of the target; the environment variables of nsightwrap/contract.py
+Each pass is a separate run of the target; the environment variables of nsightwrap/core/contract.py
 tell the in-process timer the run directory and the pass. Every process is started by
 nsightwrap.run.launch; this module decides what to run, in which order, and what each outcome means,
 and writes the manifest. The command line and the terminal live in nsightwrap/cli/profile_cmd.py.
