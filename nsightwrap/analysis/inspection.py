@@ -131,7 +131,10 @@ def _innermost_path(attribution: pd.DataFrame, ranges: pd.DataFrame, op_ids: pd.
 def _ncu_view(path: Path, kind: ReportKind, by: str) -> View:
     from nsightwrap.parsers import ncu
 
-    kernels = ncu.read_ncu_rep(path) if kind is ReportKind.NCU_REP else ncu.read_ncu_csv(path)
+    from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
+
+    # The native reader runs in a child process: its crash becomes one line, not a dead inspect.
+    kernels = read_ncu_rep_isolated(path) if kind is ReportKind.NCU_REP else ncu.read_ncu_csv(path)
     if by == "kernel":
         return View(f"ncu kernels: {path}", kernels, NCU_KERNEL_TABLE)
     ranges = ncu.kernels_by_range(kernels)

@@ -18,7 +18,7 @@ from nsightwrap.analysis.clocks import parse_clock_ref, plain_clock_from_samples
 from nsightwrap.analysis.model import ClockSample, Environment, RunResult, Settings, TimerStats
 from nsightwrap.analysis.reconcile import BenchmarkSpec, ncu_stats, nsys_stats, reconcile, specs_from_nvtx
 from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, SIDECAR_GLOB
-from nsightwrap.core.errors import ReportParseError, UsageError
+from nsightwrap.core.errors import NativeReaderCrashed, ReportParseError, UsageError
 from nsightwrap.parsers.sidecar import read_sidecar_doc
 from nsightwrap.run.rundir import RunLayout, read_manifest
 from nsightwrap.timer.stats import summarize
@@ -34,7 +34,8 @@ def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") 
     layout = RunLayout(run_dir)
     notes: list[str] = []
 
-    ncu = _read_ncu(layout, notes)
+    crashes: list[str] = []
+    ncu = _read_ncu(layout, notes, crashes)
     nsys = _read_nsys(layout, notes)
     sidecars = [(p, read_sidecar_doc(p)) for p in sorted(layout.pass_dir("plain").glob(SIDECAR_GLOB))]
     env = environment(
@@ -91,6 +92,7 @@ def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") 
         timer_found=timer_found,
         clock_trace=_trace(samples),
         notes=tuple(notes),
+        reader_crashes=tuple(crashes),
     )
 
 
@@ -172,13 +174,20 @@ def _opt(v: Any) -> float | None:
 # ----------------------------------------------------------------------------- passes
 
 
-def _read_ncu(layout: RunLayout, notes: list[str]) -> pd.DataFrame | None:
+def _read_ncu(layout: RunLayout, notes: list[str], crashes: list[str] | None = None) -> pd.DataFrame | None:
     if not layout.ncu_report.is_file():
         notes.append("no ncu report (ncu/report.ncu-rep): the ncu pass did not run or failed")
         return None
-    from nsightwrap.parsers.ncu import read_ncu_rep
+    from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
-    return read_ncu_rep(layout.ncu_report)
+    try:
+        # In a child process: a crash of the native ncu_report costs the ncu numbers, not the report.
+        return read_ncu_rep_isolated(layout.ncu_report)
+    except NativeReaderCrashed as exc:
+        notes.append(f"ncu numbers missing: {exc}")
+        if crashes is not None:
+            crashes.append(str(exc))
+        return None
 
 
 def _read_nsys(layout: RunLayout, notes: list[str]) -> Any:

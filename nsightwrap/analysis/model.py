@@ -269,6 +269,8 @@ class RunResult:
     timer_found: bool  # False: benchmarks came from the target's own NVTX ranges
     clock_trace: tuple[ClockSample, ...] = ()
     notes: tuple[str, ...] = ()
+    #: One line per report that a native reader crashed on (its numbers are missing above).
+    reader_crashes: tuple[str, ...] = ()
 
     @property
     def flagged(self) -> tuple[BenchmarkResult, ...]:

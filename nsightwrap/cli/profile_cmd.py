@@ -18,7 +18,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from nsightwrap.cli import app
 from nsightwrap.core.contract import PASSES, ncu_iteration_filter
-from nsightwrap.core.errors import EXIT_INTERRUPTED, EXIT_OK, NsightwrapError, UsageError
+from nsightwrap.core.errors import EXIT_INTERRUPTED, EXIT_NATIVE_CRASH, EXIT_OK, NsightwrapError, UsageError
 from nsightwrap.run.launch import DEFAULT_NCU_METRICS, nvtx_include_filter, split_args, target_argv
 from nsightwrap.run.profiling import (
     PROF_KERNEL,
@@ -150,7 +150,9 @@ def _analyze(root: Path, out: Console, err: Console, *, show: bool) -> int:
     except NsightwrapError as exc:
         err.print(f"[bold red]error:[/] analysis: {escape(str(exc))}", highlight=False)
         return exc.exit_code
-    return EXIT_OK
+    for line in result.reader_crashes:  # the report above was made without those numbers
+        err.print(f"[bold red]error:[/] {escape(line)}", highlight=False)
+    return EXIT_NATIVE_CRASH if result.reader_crashes else EXIT_OK
 
 
 @app.command(

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from nsightwrap.cli import app, err_console, write_output
-from nsightwrap.core.errors import EXIT_FINDINGS, InputNotFound, UsageError
+from nsightwrap.core.errors import EXIT_FINDINGS, EXIT_NATIVE_CRASH, InputNotFound, UsageError
 
 
 class Format(str, Enum):
@@ -86,5 +86,9 @@ def report_command(
         else:
             write_output(output, text)
             err_console.print(f"report written to {output}", highlight=False, markup=False)
+    for line in result.reader_crashes:  # the report above was made without those numbers
+        err_console.print(f"error: {line}", highlight=False, markup=False)
+    if result.reader_crashes:
+        raise typer.Exit(EXIT_NATIVE_CRASH)
     if strict and result.flagged:
         raise typer.Exit(EXIT_FINDINGS)

@@ -5,6 +5,7 @@ shows the traceback. A message names what failed, where, and what to do about it
 
 Exit codes (the CLI contract): 0 ok, 1 findings that fail (``--strict``, regressions),
 2 usage or bad input, 3 a tool or the profiled program failed, 4 a pass ran past its timeout,
+5 a native library crashed while reading a report (the rest of the report is still produced),
 130 interrupted by Ctrl-C.
 """
 
@@ -15,6 +16,7 @@ EXIT_FINDINGS = 1
 EXIT_BAD_INPUT = 2
 EXIT_TOOL_FAILED = 3
 EXIT_TIMEOUT = 4
+EXIT_NATIVE_CRASH = 5
 EXIT_INTERRUPTED = 130
 
 
@@ -77,3 +79,9 @@ class Interrupted(NsightwrapError):
     """The user pressed Ctrl-C."""
 
     exit_code = EXIT_INTERRUPTED
+
+
+class NativeReaderCrashed(NsightwrapError):
+    """A native report reader (``ncu_report``) crashed; the report file itself is kept."""
+
+    exit_code = EXIT_NATIVE_CRASH

@@ -90,6 +90,7 @@ def report_from_dict(doc: Any, *, where: str = "report") -> RunResult:
             timer_found=bool(doc["timer_found"]),
             clock_trace=tuple(_build(ClockSample, c) for c in doc.get("clock_trace") or ()),
             notes=tuple(doc.get("notes") or ()),
+            reader_crashes=tuple(doc.get("reader_crashes") or ()),
         )
     except KeyError as exc:
         raise ReportParseError(f"{where}: missing field {exc.args[0]!r}") from None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -303,70 +303,56 @@ def check_ncu_rep(path: Path) -> int:
     return declared
 
 
-def _metric_value(metric: Any) -> Any:
-    """A metric's value in base units: float for numbers, str for strings, None if unreadable."""
-    import ncu_report
-
-    if metric is None:
+def _metric_value(raw: Any, factors: dict[str, float]) -> Any:
+    """A raw metric of ``ncu_native`` in base units: float for numbers, str for strings, None if
+    unreadable."""
+    if raw is None:
         return None
-    if metric.kind() == ncu_report.IMetric.ValueKind_STRING:
-        return metric.as_string() or math.nan  # empty, as the CSV export shows it: missing
-    value = float(metric.as_double())
-    factor, _ = unit_factor(metric.unit())
+    if raw[0] == "str":
+        return raw[1] or math.nan  # empty, as the CSV export shows it: missing
+    _, value, unit = raw
+    factor = factors.get(unit)
+    if factor is None:
+        factor = factors[unit] = unit_factor(unit)[0]
     return value * factor
 
 
-def _action_nvtx(action: Any) -> tuple[str | None, tuple[str, ...]]:
-    state = action.nvtx_state()
-    if state is None:  # report taken without --nvtx
-        return None, ()
-    push_pop: dict[str, tuple[str, ...]] = {}
-    start_end: dict[str, tuple[str, ...]] = {}
-    for domain_id in state.domains():
-        info = state.domain_by_id(domain_id)
-        name = info.name()
-        push_pop[name] = tuple(info.push_pop_ranges())  # outermost first
-        start_end[name] = tuple(info.start_end_ranges())
-    return nvtx_paths(push_pop, start_end)
+#: Reads the kernels of an unpacked ``.ncu-rep`` as ``ncu_native.read_actions`` does. The
+#: default reads in this process; ``nsightwrap.run.ncu_isolated.read_actions_isolated`` reads
+#: in a child process, so that a crash of the native library does not end this one.
+ActionReader = Callable[[Path], list[dict[str, Any]]]
 
 
-def _load_rep(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Path]:
+def _load_rep(
+    path: str | Path, reader: ActionReader | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Path]:
     p = Path(path)
     if not p.is_file():
         raise InputNotFound(f"{p}: no such Nsight Compute report",
                             hint="check the path, or run `nsightwrap profile` first")  # fmt: skip
     p = unpacked(p)
     declared = check_ncu_rep(p)
+    from nsightwrap.parsers import ncu_native
+
     try:
-        import ncu_report
-    except ImportError as exc:  # pragma: no cover - a dependency of the package
+        actions = (reader or ncu_native.read_actions)(p)
+    except ncu_native.ModuleMissing as exc:
         raise ReportParseError(f"{p}: cannot read .ncu-rep files: the ncu_report module is missing",
                                hint="pip install ncu-report, or export the report with "
                                "`ncu --import FILE --csv --page raw`") from exc  # fmt: skip
-    context = ncu_report.load_report(str(p))
-    demangled = ncu_report.IAction.NameBase_DEMANGLED
-    kernels: list[dict[str, Any]] = []
-    devices: list[dict[str, Any]] = []
-    launch_id = 0  # ncu's "ID": the running index over all ranges, as the CSV export prints it
-    try:
-        for r in range(context.num_ranges()):
-            rng = context.range_by_idx(r)
-            for a in range(rng.num_actions()):
-                action = rng.action_by_idx(a)
-                names = action.metric_names()
-                if not names:  # its result message failed to decode; ncu always records launch__*
-                    raise ReportParseError(f"{p}: Nsight Compute report is corrupt: kernel {launch_id} "
-                                           "could not be decoded", hint="take the report again")  # fmt: skip
-                metrics = {str(n): _metric_value(action.metric_by_name(n)) for n in names}
-                row = _kernel_row(launch_id, action.name(demangled), action.name(), metrics,
-                                  _action_nvtx(action))  # fmt: skip
-                kernels.append(row)
-                devices.append(_device_row(row["device"], metrics))
-                launch_id += 1
-    except (AttributeError, TypeError, RuntimeError) as exc:
-        # ncu_report hands back None or bad names from damaged payloads
+    except ncu_native.CorruptReport as exc:
         raise ReportParseError(f"{p}: Nsight Compute report is corrupt ({exc})",
                                hint="take the report again") from None  # fmt: skip
+    kernels: list[dict[str, Any]] = []
+    devices: list[dict[str, Any]] = []
+    factors: dict[str, float] = {}
+    # launch_id: ncu's "ID", the running index over all ranges, as the CSV export prints it
+    for launch_id, action in enumerate(actions):
+        metrics = {n: _metric_value(v, factors) for n, v in action["metrics"].items()}
+        nvtx = nvtx_paths(*action["nvtx"]) if action["nvtx"] is not None else (None, ())
+        row = _kernel_row(launch_id, action["name"], action["short"], metrics, nvtx)
+        kernels.append(row)
+        devices.append(_device_row(row["device"], metrics))
     if len(kernels) < declared:  # a damaged payload: ncu_report skips what it cannot decode
         raise ReportParseError(f"{p}: Nsight Compute report is corrupt: it holds {declared} "
                                f"profiled kernels, only {len(kernels)} could be read",
@@ -380,9 +366,11 @@ def _device_row(device: Any, metrics: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
-def read_ncu_rep(path: str | Path) -> pd.DataFrame:
-    """Kernels of a ``.ncu-rep`` report, one row per profiled kernel (docs/contracts.md)."""
-    kernels, _, p = _load_rep(path)
+def read_ncu_rep(path: str | Path, reader: ActionReader | None = None) -> pd.DataFrame:
+    """Kernels of a ``.ncu-rep`` report, one row per profiled kernel (docs/contracts.md).
+
+    ``reader`` does the native part (``ActionReader``); by default it runs in this process."""
+    kernels, _, p = _load_rep(path, reader)
     return _frame(kernels, p)
 
 
@@ -508,17 +496,20 @@ def read_ncu_csv(path: str | Path) -> pd.DataFrame:
 # --------------------------------------------------------------------------------------------
 
 
-def _loader(path: str | Path) -> Any:
-    return _load_csv if Path(path).suffix.lower() == ".csv" else _load_rep
+def _load(
+    path: str | Path, reader: ActionReader | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Path]:
+    return _load_csv(path) if Path(path).suffix.lower() == ".csv" else _load_rep(path, reader)
 
 
-def read_ncu(path: str | Path) -> pd.DataFrame:
-    """Kernels of an ncu report: ``.csv`` files as raw-page exports, anything else as ``.ncu-rep``."""
-    kernels, _, p = _loader(path)(path)
+def read_ncu(path: str | Path, reader: ActionReader | None = None) -> pd.DataFrame:
+    """Kernels of an ncu report: ``.csv`` files as raw-page exports, anything else as ``.ncu-rep``
+    (``reader``: see ``read_ncu_rep``)."""
+    kernels, _, p = _load(path, reader)
     return _frame(kernels, p)
 
 
-def read_ncu_devices(path: str | Path) -> pd.DataFrame:
+def read_ncu_devices(path: str | Path, reader: ActionReader | None = None) -> pd.DataFrame:
     """Per-device facts of an ncu report (``.ncu-rep`` or raw CSV), one row per device id.
 
     Columns: ``device`` and every ``device__attribute_*``, ``nvlink__*``, ``numa__*`` and
@@ -526,7 +517,7 @@ def read_ncu_devices(path: str | Path) -> pd.DataFrame:
     ``device__attribute_max_gpu_frequency_khz``: values as ncu stores them, which for these
     attributes means the unit in their name).
     """
-    kernels, devices, p = _loader(path)(path)
+    kernels, devices, p = _load(path, reader)
     _frame(kernels, p)  # same errors as the kernel readers
     return _device_frame(devices)
 

@@ -346,8 +346,11 @@ def run_command(cmd: Command, *, on_line: LineCallback | None = None) -> Command
     return result(status, rc)
 
 
-def probe(argv: Sequence[str], *, timeout_s: float = 60, cwd: str | None = None) -> Probe:
-    """Run a short helper command and capture its output (never raises for a failing command)."""
+def probe(
+    argv: Sequence[str], *, timeout_s: float = 60, cwd: str | None = None, env: Mapping[str, str] | None = None
+) -> Probe:
+    """Run a short helper command and capture its output (never raises for a failing command).
+    ``env`` is added to this process's environment."""
     try:
         cp = subprocess.run(
             list(argv),
@@ -357,6 +360,7 @@ def probe(argv: Sequence[str], *, timeout_s: float = 60, cwd: str | None = None)
             timeout=timeout_s,
             stdin=subprocess.DEVNULL,
             cwd=cwd,
+            env={**os.environ, **env} if env else None,
         )
     except subprocess.TimeoutExpired:
         return Probe(tuple(argv), None, "", "", error=f"no answer within {timeout_s:g} s")
