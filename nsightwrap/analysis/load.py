@@ -20,6 +20,7 @@ from nsightwrap.analysis.reconcile import BenchmarkSpec, ncu_stats, nsys_stats, 
 from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, SIDECAR_GLOB
 from nsightwrap.core.errors import NativeReaderCrashed, ReportParseError, UsageError
 from nsightwrap.parsers.sidecar import read_sidecar_doc
+from nsightwrap.run.merge import is_merged
 from nsightwrap.run.rundir import RunLayout, read_manifest
 from nsightwrap.timer.stats import summarize
 
@@ -30,6 +31,10 @@ def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") 
         raise UsageError(f"--tolerance {tolerance} must be above 0", hint="e.g. --tolerance 10 for 10%")
     ref_choice = parse_clock_ref(clock_ref)
     run_dir = Path(run_dir)
+    if is_merged(run_dir):  # shards/<i>/, each analysed on its own (analysis/merged.py)
+        from nsightwrap.analysis.merged import analyze_merged
+
+        return analyze_merged(run_dir, tolerance=tolerance, clock_ref=clock_ref)
     manifest = read_manifest(run_dir)
     layout = RunLayout(run_dir)
     notes: list[str] = []

@@ -173,6 +173,9 @@ class BenchmarkResult:
     roofline: Roofline | None = None
     #: Energy, power and temperature during the timed samples.
     power: PowerStats | None = None
+    #: In a run merged from shards: the UUID of the GPU this benchmark ran on, and its shard.
+    gpu_uuid: str | None = None
+    shard: int | None = None
 
 
 @dataclass(frozen=True)
@@ -271,8 +274,75 @@ class RunResult:
     notes: tuple[str, ...] = ()
     #: One line per report that a native reader crashed on (its numbers are missing above).
     reader_crashes: tuple[str, ...] = ()
+    #: A run merged from shards (``--gpus``, ``nsightwrap merge``): every shard, failed ones too.
+    shards: tuple[ShardSummary, ...] = ()
+    #: ``--replicate``: each benchmark's spread across GPUs and the GPUs found slower.
+    gpu_variance: GpuVariance | None = None
 
     @property
     def flagged(self) -> tuple[BenchmarkResult, ...]:
         """Benchmarks whose verdict is FLAGGED."""
         return tuple(b for b in self.benchmarks if b.verdict is Verdict.FLAGGED)
+
+
+@dataclass(frozen=True)
+class ShardSummary:
+    """One shard of a merged run: where it ran, how it ended, what its GPU looked like."""
+
+    index: int
+    status: str  # complete, failed, timeout, interrupted
+    gpu_name: str | None
+    gpu_uuid: str | None
+    host: str | None
+    benchmarks: int  # benchmarks of this shard in the report
+    message: str | None = None  # why it failed
+    dir: str | None = None  # relative to the merged run directory
+    #: Seen on its GPU: the timer's median SM clock (Hz), the hottest sample (C), the power limit (W).
+    sm_clock_hz: float | None = None
+    temperature_c: float | None = None
+    power_limit_w: float | None = None
+    wall_s: float | None = None
+
+
+@dataclass(frozen=True)
+class GpuSpread:
+    """One benchmark run on several GPUs: its median per GPU (ns, by UUID) and their spread."""
+
+    benchmark: str
+    medians_ns: Mapping[str, float]
+    spread: float | None  # (slowest - fastest) / median of the GPUs' medians
+    slowest: str | None
+    fastest: str | None
+
+
+@dataclass(frozen=True)
+class SlowGpu:
+    """A GPU slower than the others on most benchmarks (sign test), with what it was seen at."""
+
+    gpu_uuid: str
+    shard: int
+    slower_in: int  # benchmarks where it was slower than the median of the other GPUs
+    of: int
+    median_ratio: float  # its time / the other GPUs' median time, median over benchmarks
+    cycles_ratio: float | None  # the same in SM cycles (~1: the clock, not the GPU, is slower)
+    p_value: float
+    sm_clock_hz: float | None
+    others_sm_clock_hz: float | None
+    temperature_c: float | None
+    power_limit_w: float | None
+    message: str
+
+
+@dataclass(frozen=True)
+class GpuVariance:
+    """GPU-to-GPU variance of a replicated run: the same benchmarks timed on every GPU."""
+
+    metric: str  # "timer" (plain-pass medians) or "ncu" (where no timer ran)
+    gpus: tuple[str, ...]
+    spreads: tuple[GpuSpread, ...]
+    slow: tuple[SlowGpu, ...]
+    threshold: float  # smallest median excess that counts as slower (0.02 = 2%)
+    alpha: float
+    median_spread: float | None = None
+    max_spread: float | None = None
+    note: str = ""

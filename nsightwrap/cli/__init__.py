@@ -32,6 +32,8 @@ app = typer.Typer(
 )
 
 _state = {"debug": False}
+#: The command line ``main`` was called with (``profile --gpus`` hands it on to each shard).
+invoked: list[str] = []
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -85,13 +87,14 @@ def _register() -> None:
     # Each module adds its command to ``app`` on import.
     import importlib
 
-    for mod in ("inspect_cmd", "profile_cmd", "report_cmd", "compare_cmd"):
+    for mod in ("inspect_cmd", "profile_cmd", "report_cmd", "compare_cmd", "merge_cmd"):
         importlib.import_module(f"nsightwrap.cli.{mod}")
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and of ``python -m nsightwrap``."""
     _register()
+    invoked[:] = list(sys.argv[1:] if argv is None else argv)
     try:
         # standalone mode: Typer prints usage errors itself and exits 2.
         app(args=argv, prog_name="nsightwrap")

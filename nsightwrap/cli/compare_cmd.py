@@ -45,7 +45,9 @@ class Preset(str, Enum):
 @app.command("compare")
 def compare_command(
     baseline: Annotated[Path, typer.Argument(help="Baseline: a run directory or a report JSON.")],
-    current: Annotated[Path, typer.Argument(help="Current: a run directory or a report JSON.")],
+    current: Annotated[
+        Path | None, typer.Argument(help="Current: a run directory or a report JSON (none with --gpu-vs-gpu).")
+    ] = None,
     threshold: Annotated[
         float | None,
         typer.Option(
@@ -70,6 +72,13 @@ def compare_command(
     allow_different_gpu: Annotated[
         bool, typer.Option("--allow-different-gpu", help="Compare runs made on different GPUs.")
     ] = False,
+    gpu_vs_gpu: Annotated[
+        bool,
+        typer.Option("--gpu-vs-gpu", help="BASELINE is a --gpus --replicate run: compare each GPU with one of them."),
+    ] = False,
+    reference_gpu: Annotated[
+        int | None, typer.Option("--reference-gpu", metavar="SHARD", help="With --gpu-vs-gpu: the GPU (shard) to compare against.")
+    ] = None,
 ) -> None:
     """Compare two runs benchmark by benchmark: SAME, FASTER, SLOWER or AMBIGUOUS.
 
@@ -82,12 +91,26 @@ def compare_command(
     For a pull-request comment: nsightwrap compare baseline.json RUN --format md -o compare.md
 
     Judge ncu's durations instead: nsightwrap compare A B --metric ncu (profile with --ncu-iters 10)
+
+    GPU against GPU: nsightwrap compare RUN --gpu-vs-gpu (RUN from profile --gpus all --replicate)
     """
     settings = PRESETS[preset.value]
     if threshold is not None:
         if not 0 < threshold < 100:
             raise UsageError(f"--threshold {threshold:g} is out of range", hint="give a percentage, e.g. 5")
         settings = replace(settings, threshold=threshold / 100.0)
+    if gpu_vs_gpu:
+        from nsightwrap.cli.gpu_compare import gpu_vs_gpu as by_gpu
+
+        if current is not None:
+            raise UsageError("--gpu-vs-gpu compares the GPUs of one run", hint="give one run directory")
+        found = by_gpu(baseline, reference=reference_gpu, metric=metric.value, settings=settings, fmt=fmt.value,
+                       output=output, report_of=report_of)  # fmt: skip
+        if any(c.slower for _, _, c in found) and not no_fail:
+            raise typer.Exit(EXIT_FINDINGS)
+        return
+    if current is None:
+        raise UsageError("compare needs BASELINE and CURRENT", hint="nsightwrap compare BASELINE CURRENT (or RUN --gpu-vs-gpu)")
     base = load_side(baseline, metric.value, report_of)
     cur = load_side(current, metric.value, report_of)
     if base.gpu and cur.gpu and base.gpu != cur.gpu and not allow_different_gpu:

@@ -16,9 +16,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from nsightwrap.cli import app
+from nsightwrap.cli import app, invoked
+from nsightwrap.cli.gpus import GpuRun, run_on_gpus
 from nsightwrap.core.contract import PASSES, ncu_iteration_filter
 from nsightwrap.core.errors import EXIT_INTERRUPTED, EXIT_NATIVE_CRASH, EXIT_OK, NsightwrapError, UsageError
+from nsightwrap.core.shard import parse_shard
 from nsightwrap.run.launch import DEFAULT_NCU_METRICS, nvtx_include_filter, split_args, target_argv
 from nsightwrap.run.profiling import (
     PROF_KERNEL,
@@ -30,6 +32,7 @@ from nsightwrap.run.profiling import (
     target_label,
 )
 from nsightwrap.run.rundir import PassRecord, create_run_dir, default_run_dir
+from nsightwrap.run.shards import ShardSpec, shard_spec
 
 _DEFAULT_NCU_ITERS = 3
 
@@ -127,6 +130,16 @@ def _own_options_note(ctx: typer.Context, target: list[str], head: int) -> str |
     )
 
 
+def _shard_spec(shard: str | None, by: str, replicate: bool, gpus: str | None) -> ShardSpec | None:
+    if gpus is not None and shard is not None:
+        raise UsageError("--gpus deals the shards itself", hint="give --shard I/N only without --gpus")
+    if replicate and gpus is None and shard is None:
+        raise UsageError("--replicate needs --gpus (or --shard I/N)", hint="e.g. nsightwrap profile --gpus all --replicate bench.py")
+    if gpus is not None:
+        parse_shard("0/1", by, what="--shard-by")  # a bad --shard-by is told before anything starts
+    return shard_spec(shard, by, replicate)
+
+
 def _print_problem(console: Console, p: Problem) -> None:
     line = f"{p.message} ({p.hint})" if p.hint else p.message
     console.print(f"[bold red]error:[/] {escape(line)}", highlight=False)
@@ -167,7 +180,12 @@ def _analyze(root: Path, out: Console, err: Console, *, show: bool) -> int:
         "Timings only, quick: nsightwrap profile --passes plain bench.py\n\n"
         "A binary, its own NVTX ranges: nsightwrap profile --nvtx-include 'mybench/' -- ./bench --n 10\n\n"
         "In CI: nsightwrap profile -q -o run --timeout 600 bench.py && "
-        "nsightwrap report run -f json -o run.json"
+        "nsightwrap report run -f json -o run.json\n\n"
+        "On every GPU of this machine, one shard each, merged: nsightwrap profile --gpus all -o run sweep.py\n\n"
+        "One task of a Slurm array (then nsightwrap merge): nsightwrap profile "
+        "--shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT -o run-$SLURM_ARRAY_TASK_ID sweep.py "
+        "(docs/cluster.md)\n\n"
+        "GPU-to-GPU variance: nsightwrap profile --gpus all --replicate sweep.py"
     ),
 )
 def profile_command(
@@ -214,10 +232,28 @@ def profile_command(
     no_analyze: Annotated[
         bool, typer.Option("--no-analyze", help="Do not analyse the run at the end.")
     ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option("--shard", metavar="I/N", help="Time only shard I (0 to N-1) of the benchmarks (docs/cluster.md)."),
+    ] = None,
+    shard_by: Annotated[
+        str, typer.Option("--shard-by", help="Deal benchmarks to shards by index (round robin) or hash (sha1).")
+    ] = "index",
+    gpus: Annotated[
+        str | None,
+        typer.Option("--gpus", metavar="all|I,J,..", help="One shard per GPU, in parallel, merged into one run."),
+    ] = None,
+    replicate: Annotated[
+        bool, typer.Option("--replicate", help="With --gpus: every GPU runs every benchmark (GPU-to-GPU variance).")
+    ] = False,
+    allow_failed_shards: Annotated[
+        bool, typer.Option("--allow-failed-shards", help="With --gpus: exit 0 when some shards complete.")
+    ] = False,
 ) -> None:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     out = Console(highlight=False, soft_wrap=True)
     display = _Display(err, quiet=quiet, verbose=verbose)
+    target_tokens = len(target)
     head = 2 if target and target[0] == "-m" else 1
     if len(target) > head and target[head] == "--":
         # `nsightwrap profile bench.py -- --quick`: the "--" separates nsightwrap's arguments
@@ -234,7 +270,12 @@ def profile_command(
         metrics=DEFAULT_NCU_METRICS + tuple(m for m in extra_metrics if m not in DEFAULT_NCU_METRICS),
         section_set=section_set, ncu_extra=tuple(split_args(ncu_args, "--ncu-args")),
         nsys_extra=tuple(split_args(nsys_args, "--nsys-args")), quiet=quiet, verbose=verbose,
+        shard=_shard_spec(shard, shard_by, replicate, gpus),
     )  # fmt: skip
+    if gpus is not None:
+        g = GpuRun(gpus, s.target, target_tokens, output, replicate, shard_by, allow_failed_shards, quiet,
+                   no_analyze, target_label(s.target))  # fmt: skip
+        raise typer.Exit(run_on_gpus(g, invoked, err, out, lambda root: _analyze(root, out, err, show=not quiet)))
     tools, skipped = find_tools(s, ncu, nsys, display)
     run_dir = output or default_run_dir(target_label(s.target))
     layout = create_run_dir(run_dir, s.passes)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from nsightwrap.analysis.merged import run_sidecars
 from nsightwrap.analysis.model import READABLE_VERSIONS
 from nsightwrap.compare.verdicts import METRICS, Samples, Side
 from nsightwrap.core.contract import PASS_PLAIN, REPORT_FORMAT, SIDECAR_FORMAT, SIDECAR_GLOB
@@ -74,7 +75,7 @@ def _load(path: Path, metric: str, report_of: ReportOf | None) -> Side:
 
 
 def _load_run_dir(path: Path, metric: str, report_of: ReportOf | None) -> Side:
-    sidecars = sorted((path / PASS_PLAIN).glob(SIDECAR_GLOB))
+    sidecars = run_sidecars(path)  # a merged run's are in shards/<i>/plain/
     if metric == "timer":
         if not sidecars:
             raise InputNotFound(

@@ -14,6 +14,13 @@ ENV_PASS = "NSIGHTWRAP_PASS"
 #: kernel many times, so timings there are meaningless; a few iterations are enough).
 ENV_NCU_ITERS = "NSIGHTWRAP_NCU_ITERS"
 
+#: ``I/N``: this run is shard I (0-based) of N (``nsightwrap profile --shard``); the timer and
+#: the capture layer time only the benchmarks ``nsightwrap.core.shard.in_shard`` deals to it.
+ENV_SHARD = "NSIGHTWRAP_SHARD"
+#: How benchmarks are dealt to shards: ``index`` (round robin in the order reached, default) or
+#: ``hash`` (sha1 of the benchmark's key).
+ENV_SHARD_BY = "NSIGHTWRAP_SHARD_BY"
+
 PASS_PLAIN = "plain"
 PASS_NCU = "ncu"
 PASS_NSYS = "nsys"

@@ -10,6 +10,7 @@ import shlex
 
 from nsightwrap.analysis.model import BenchmarkResult, KernelTiming, RunResult, Verdict
 from nsightwrap.export import reportfmt as f
+from nsightwrap.export import shards
 from nsightwrap.export.escape import html as esc
 
 _CSS = """
@@ -175,18 +176,22 @@ def render_html(result: RunResult) -> str:
     ]
     if not result.timer_found:
         parts.append("<p>No in-process timings were found: benchmarks come from the target's own NVTX ranges.</p>")
+    gpu = shards.has_gpu_column(result)
     rows = [
         [
             esc(f.label(b)),
+            *([esc(shards.gpu_tag(b, full=True))] if gpu else []),
             *f.summary_numbers(b),
             _verdict(b),
             str(len(b.notes)) if b.notes else "",
         ]
         for b in result.benchmarks
     ]
-    head = ["benchmark", *f.SUMMARY_NUMBER_HEADERS, "verdict", "notes"]
+    head = ["benchmark", *(["GPU"] if gpu else []), *f.SUMMARY_NUMBER_HEADERS, "verdict", "notes"]
     row_class = ["flagrow" if b.verdict is Verdict.FLAGGED else "" for b in result.benchmarks]
-    parts += ["<h2>Summary</h2>", _table(head, rows, row_class=row_class)]
+    parts += ["<h2>Summary</h2>", _table(head, rows, left=2 if gpu else 1, row_class=row_class)]
+    if gpu:  # a merged run: shards, the GPU of each, the variance
+        parts.append(shards.html_sections(result))
     if result.flagged:
         parts.append("<h2>Flagged benchmarks</h2>")
         for b in result.flagged:

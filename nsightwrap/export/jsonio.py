@@ -34,6 +34,7 @@ from nsightwrap.analysis.model import (
 )
 from nsightwrap.core.contract import REPORT_FORMAT
 from nsightwrap.core.errors import FormatVersionError, ReportParseError
+from nsightwrap.export.shards import shards_from_dict, variance_from_dict
 
 
 def _clean(v: Any) -> Any:
@@ -91,6 +92,8 @@ def report_from_dict(doc: Any, *, where: str = "report") -> RunResult:
             clock_trace=tuple(_build(ClockSample, c) for c in doc.get("clock_trace") or ()),
             notes=tuple(doc.get("notes") or ()),
             reader_crashes=tuple(doc.get("reader_crashes") or ()),
+            shards=shards_from_dict(doc),
+            gpu_variance=variance_from_dict(doc),
         )
     except KeyError as exc:
         raise ReportParseError(f"{where}: missing field {exc.args[0]!r}") from None
@@ -142,6 +145,8 @@ def _bench(d: Mapping[str, Any]) -> BenchmarkResult:
         ncu=ncu,
         nsys=nsys,
         verdict=Verdict(d["verdict"]),
+        gpu_uuid=d.get("gpu_uuid"),
+        shard=d.get("shard"),
         causes=causes,
         notes=tuple(d.get("notes") or ()),
     )

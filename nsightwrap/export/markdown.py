@@ -9,6 +9,7 @@ import shlex
 
 from nsightwrap.analysis.model import BenchmarkResult, RunResult
 from nsightwrap.export import reportfmt as f
+from nsightwrap.export import shards
 from nsightwrap.export.escape import html, md_cell
 
 
@@ -28,16 +29,18 @@ def _num(v: float | None, fmt: str) -> str:
 
 def _summary(result: RunResult) -> list[str]:
     rows = []
+    gpu = shards.has_gpu_column(result)  # a merged run: the GPU (UUID) each benchmark ran on
     for b in result.benchmarks:
         rows.append(
             [
                 md_cell(f.label(b)),
+                *([md_cell(shards.gpu_tag(b, full=True))] if gpu else []),
                 *f.summary_numbers(b),
                 f"**{f.VERDICT_TEXT[b.verdict]}**" if b.causes else f.VERDICT_TEXT[b.verdict],
             ]
         )
-    header = ["benchmark", *f.SUMMARY_NUMBER_HEADERS, "verdict"]
-    return _table(header, rows, left=("benchmark", "verdict"))
+    header = ["benchmark", *(["GPU"] if gpu else []), *f.SUMMARY_NUMBER_HEADERS, "verdict"]
+    return _table(header, rows, left=("benchmark", "GPU", "verdict"))
 
 
 def _flagged(b: BenchmarkResult) -> list[str]:
@@ -95,6 +98,7 @@ def render_markdown(result: RunResult) -> str:
     if not result.timer_found:
         out += ["No in-process timings were found: benchmarks come from the target's own NVTX ranges.", ""]
     out += ["## Summary", "", *_summary(result), ""]
+    out += shards.markdown_sections(result)
     if n_flag:
         out += ["## Flagged benchmarks", ""]
         for b in result.flagged:

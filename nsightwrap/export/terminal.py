@@ -18,6 +18,7 @@ from rich.text import Text
 
 from nsightwrap.analysis.model import BenchmarkResult, RunResult, Verdict
 from nsightwrap.export import reportfmt as f
+from nsightwrap.export import shards
 
 _STYLE = {Verdict.OK: "green", Verdict.FLAGGED: "bold red"}
 
@@ -68,7 +69,7 @@ def _layout(result: RunResult, width: int | None) -> tuple[bool, tuple[_Column, 
     verdict_w = max([len("verdict"), *map(len, verdicts)])
 
     def needed(cols: tuple[_Column, ...], compact: bool) -> int:
-        widths = [name_w, verdict_w]
+        widths = [name_w, verdict_w] + ([len("GPU-…00000000")] if shards.has_gpu_column(result) else [])
         for c in cols:
             head = c.compact if compact else c.name
             widths.append(max([*map(len, head.split("\n")), *(len(_cell(c, b, compact)) for b in result.benchmarks)]))
@@ -105,6 +106,9 @@ def summary_table(result: RunResult, width: int | None = None) -> Table:
     )
     # The benchmark name folds when the terminal is narrow; numbers and verdicts never wrap.
     t.add_column("benchmark", overflow="fold", min_width=9)
+    gpu = shards.has_gpu_column(result)  # a merged run: the GPU each benchmark ran on
+    if gpu:
+        t.add_column("GPU", no_wrap=True)
     for c in cols:
         t.add_column(c.compact if compact else c.name, justify="right", no_wrap=True)
     t.add_column("verdict", no_wrap=True)
@@ -112,6 +116,7 @@ def summary_table(result: RunResult, width: int | None = None) -> Table:
         style = _STYLE.get(b.verdict, "yellow")
         t.add_row(
             Text(f.label(b)),  # Text, never markup: names hold "[" and "]"
+            *([Text(shards.gpu_tag(b))] if gpu else []),
             *(_cell(c, b, compact) for c in cols),
             Text(f.VERDICT_TEXT[b.verdict], style=style),
         )
@@ -148,6 +153,7 @@ def print_report(result: RunResult, console: Console) -> None:
         Text(f"tolerance {s.tolerance:.0%}, reference clock: {s.clock_ref}; ratio = timer / ncu at the reference clock"),
         style="dim",
     )
+    shards.print_shards(result, console)
     for b in result.flagged:
         console.print()
         console.print(Text.assemble((f.label(b), "bold red"), f": ratio {f.ratio(b.ratio)} (raw {f.ratio(b.ratio_raw)})"))

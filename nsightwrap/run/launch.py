@@ -372,10 +372,15 @@ def probe(
 class Background:
     """A helper process that runs beside a pass (the clock sampler), output to a file."""
 
-    def __init__(self, argv: Sequence[str], stdout: Path, stderr: Path) -> None:
+    def __init__(
+        self, argv: Sequence[str], stdout: Path, stderr: Path,
+        *, env: Mapping[str, str] | None = None, cwd: str | None = None,
+    ) -> None:  # fmt: skip
         self.argv = tuple(argv)
         self.stdout = stdout
         self.stderr = stderr
+        self.env = dict(env or {})  # added to this process's environment
+        self.cwd = cwd
         self.proc: subprocess.Popen[bytes] | None = None
         self.error: str | None = None
 
@@ -384,14 +389,15 @@ class Background:
         try:
             with open(self.stdout, "wb") as out, open(self.stderr, "wb") as err:
                 self.proc = subprocess.Popen(
-                    list(self.argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
-                )
+                    list(self.argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
+                    env={**os.environ, **self.env} if self.env else None, cwd=self.cwd,
+                )  # fmt: skip
         except OSError as exc:
             self.error = f"{type(exc).__name__}: {exc.strerror or exc}"
             return False
         return True
 
-    def stop(self) -> int | None:
+    def stop(self, grace: tuple[float, float] = (1.0, 2.0)) -> int | None:
         """Stop it (SIGINT, then SIGTERM, then SIGKILL) and reap it; its exit code, or None if it
         never started. One that had already died on its own keeps the tail of its stderr in
         ``error``."""
@@ -399,7 +405,7 @@ class Background:
             return None
         died = self.proc.poll() is not None
         with _NoSigint():
-            stop_group(self.proc, grace=(1.0, 2.0))
+            stop_group(self.proc, grace=grace)
         if died and self.proc.returncode != 0:
             text = self.stderr.read_text(errors="replace").strip() if self.stderr.exists() else ""
             self.error = (text.splitlines() or [f"exited with code {self.proc.returncode}"])[-1]

@@ -44,6 +44,7 @@ from nsightwrap.run.launch import (
     run_command,
 )
 from nsightwrap.run.rundir import Manifest, PassRecord, RunLayout, write_manifest
+from nsightwrap.run.shards import ShardSpec, owns_nothing, shard_record
 from nsightwrap.run.smisampler import SamplerRecord, SmiSampler
 from nsightwrap.run.tools import (
     TOOL_ENV,
@@ -96,6 +97,8 @@ class Settings:
     nsys_extra: tuple[str, ...]
     quiet: bool
     verbose: bool
+    #: ``--shard`` / ``--replicate`` (nsightwrap.run.shards.ShardSpec), or None for a whole run.
+    shard: ShardSpec | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -185,6 +188,10 @@ class Profiler:
 
     # -- one command ------------------------------------------------------------------------
 
+    def _target_env(self) -> dict[str, str]:
+        # The shard every pass of a --shard run gives the target (nothing for a whole run).
+        return self.s.shard.target_env() if self.s.shard else {}
+
     def _run(
         self, name: str, argv: list[str], env: dict[str, str], deadline: float | None, prefix: str = ""
     ) -> CommandResult:
@@ -245,7 +252,7 @@ class Profiler:
     # -- passes ------------------------------------------------------------------------------
 
     def plain(self, deadline: float | None) -> PassRecord:
-        env = pass_env(self.layout.root, PASS_PLAIN)
+        env = pass_env(self.layout.root, PASS_PLAIN, self._target_env())
         smi = self.tools.get("nvidia-smi")
         with SmiSampler(smi.path if smi else None, self.layout.smi_samples) as sampler:
             res = self._run(PASS_PLAIN, list(self.s.argv), env, deadline)
@@ -263,7 +270,7 @@ class Profiler:
             ncu.path, self.s.argv, self.layout.ncu_report_base, nvtx_filter=self.s.nvtx_filter,
             metrics=self.s.metrics, section_set=self.s.section_set, extra=self.s.ncu_extra,
         )  # fmt: skip
-        env = pass_env(self.layout.root, PASS_NCU, {ENV_NCU_ITERS: str(self.s.ncu_iters)})
+        env = pass_env(self.layout.root, PASS_NCU, {**self._target_env(), ENV_NCU_ITERS: str(self.s.ncu_iters)})
         res = self._run(PASS_NCU, argv, env, deadline)
         out, err = self.layout.logs(PASS_NCU)
         text = _log_text(out, err)
@@ -286,6 +293,9 @@ class Profiler:
             )  # fmt: skip
         elif res.status != "ok":
             problem = self._command_problem(PASS_NCU, "ncu (running the target)", res)
+        elif (kernels == 0 or _NO_KERNELS in text) and self.s.shard and owns_nothing(self.layout.pass_dir(PASS_NCU)):
+            # A shard dealt none of the benchmarks has nothing to profile: not a failure.
+            self.display.warn(f"shard {self.s.shard.label}: no benchmark was dealt to this shard")
         elif kernels == 0 or _NO_KERNELS in text:
             # Told at the end, when the nsys pass can show which NVTX ranges did exist.
             self.zero_kernels = True
@@ -309,7 +319,7 @@ class Profiler:
             cuda_event_trace_flag=self.nsys_event_flag,
             extra=self.s.nsys_extra,
         )
-        env = pass_env(L.root, PASS_NSYS)
+        env = pass_env(L.root, PASS_NSYS, self._target_env())
         cmds = [self._run(PASS_NSYS, argv, env, deadline)]
         problem = self._command_problem(PASS_NSYS, "nsys profile", cmds[0])
         if problem is None and not self.interrupted and not L.nsys_rep.is_file():
@@ -577,6 +587,7 @@ def run_passes(
                 "samples": sampler.samples, "message": sampler.message,
             },
             start=start, end=time.time(), nsightwrap_version=__version__, exit_code=code,
+            shard=shard_record(layout, s.shard.to_json()) if s.shard else None,
         )  # fmt: skip
         write_manifest(layout, manifest)
     return code, status, problems, prof.interrupted

@@ -22,6 +22,9 @@ from nsightwrap.run.launch import CommandResult
 MANIFEST_FORMAT = "nsightwrap-run"
 MANIFEST_VERSION = 1
 MANIFEST_NAME = "manifest.json"
+#: ``format`` of the manifest of a run merged from shards (``nsightwrap merge``, ``--gpus``;
+#: written and read by nsightwrap.run.merge, documented in docs/cluster.md).
+MERGED_FORMAT = "nsightwrap-merged"
 DEFAULT_ROOT = "nsightwrap-runs"
 
 
@@ -158,6 +161,8 @@ class Manifest:
     end: float
     nsightwrap_version: str
     exit_code: int
+    #: ``--shard`` / ``--replicate``: which part of a larger run this is (nsightwrap.run.shards).
+    shard: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         body = asdict(self)
@@ -180,6 +185,11 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
             hint="give a run directory made by nsightwrap profile (an unfinished run has none)",
         )
     data = read_json_object(path, "run manifest")
+    if data.get("format") == MERGED_FORMAT:
+        raise UsageError(
+            f"{path} is the manifest of a run merged from shards, not of one run",
+            hint="nsightwrap report and compare read it as a whole; each shard's own run is under shards/<i>/",
+        )
     if data.get("format") != MANIFEST_FORMAT:
         raise ReportParseError(
             f"{path} is not an nsightwrap run manifest",

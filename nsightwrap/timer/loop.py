@@ -19,6 +19,7 @@ from typing import Any
 
 from nsightwrap.core import contract
 from nsightwrap.core.errors import UsageError
+from nsightwrap.core.shard import in_shard, skipped_method
 from nsightwrap.timer.gpu import DOMAIN, STATE, Gpu, capture_graph, enqueue_cost_s, gpu_state, warmup
 from nsightwrap.timer.nvml import NvmlSampler, align, reason_names
 from nsightwrap.timer.probe import probe_clock
@@ -94,6 +95,10 @@ def bench(
     base = name or getattr(fn, "__name__", "") or "bench"
     full = bench_name("bench" if base == "<lambda>" else base, params)
     _check_name(full)
+    if not in_shard(full):  # another shard of `nsightwrap profile --shard` times it: touch no GPU
+        return BenchResult.from_samples(
+            full, [], params=params, method=skipped_method(current_pass()), flops=flops, bytes=bytes, timed=False
+        )
     gpu = gpu_state()
     stage = current_pass()
     DOMAIN.push_range(message=full)

@@ -183,6 +183,8 @@ class BenchResult:
         )
 
     def __str__(self) -> str:
+        if self.method.get("shard_skipped"):
+            return f"{self.name}: {self.method['shard_skipped']}"
         if not self.timed:
             return (
                 f"{self.name}: not timed under the {self.method.get('pass')} pass "

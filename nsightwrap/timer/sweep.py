@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from nsightwrap.core.shard import in_shard
 from nsightwrap.timer.gpu import DOMAIN
 from nsightwrap.timer.loop import bench
 from nsightwrap.timer.result import BenchResult, bench_name
@@ -16,6 +17,10 @@ def sweep_points(params: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     keys = list(params)
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(params[k] for k in keys))]
 
+
+
+def _nothing() -> None:
+    """Stands in for the callable of a sweep point that another shard times."""
 
 
 class Sweep:
@@ -38,7 +43,11 @@ class Sweep:
     def run(self) -> list[BenchResult]:
         """Build each point's callable with ``factory(**params)`` and ``bench`` it."""
         out = []
-        for _, p in self.points():
+        for key, p in self.points():
+            if not in_shard(key):
+                # Another shard times this point: its inputs are not built (bench returns at once).
+                out.append(bench(_nothing, name=self.name, params=p, **self._options))
+                continue
             fn = self.factory(**p)
             flops = self._flops(**p) if callable(self._flops) else self._flops
             nbytes = self._bytes(**p) if callable(self._bytes) else self._bytes
