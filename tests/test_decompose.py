@@ -1,0 +1,352 @@
+"""The decomposition of timer - ncu into measured parts, on real H200 captures.
+
+Runs: fixtures/runs/h200-example (``nsightwrap profile examples/bench_example.py``: a copy, two
+streams, a 4,096-element add under a held queue), fixtures/captures/causes/run (the benchmarks of
+fixtures/captures/causes/capture.py: a zeroing-flush loop, a warm loop, warm graph replays, a
+launch-bound loop, a side stream that outlives the end event, and clean references) and the
+reference workload (tests/refrun.py: a hand-written event loop with a zero_() flush). Figures the
+parts must reproduce are read here from the raw files (sidecar JSON, SQL on the nsys export).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import shutil
+import sqlite3
+import statistics
+from pathlib import Path
+
+import pytest
+from refrun import build_run_dir
+from rich.console import Console
+
+from nsightwrap.analysis.decompose import GapInputs, decompose, q
+from nsightwrap.analysis.frames import GAP_COLUMNS, gaps_frame
+from nsightwrap.analysis.load import analyze
+from nsightwrap.analysis.model import BenchmarkResult, Gap, RunResult, Verdict
+from nsightwrap.core.unpack import unpacked
+from nsightwrap.export.gap_html import waterfall_svg
+from nsightwrap.export.html import render_html
+from nsightwrap.export.jsonio import report_from_dict, report_to_dict
+from nsightwrap.export.markdown import render_markdown
+from nsightwrap.export.terminal import print_report
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "fixtures" / "runs" / "h200-example"
+CAUSES = ROOT / "fixtures" / "captures" / "causes" / "run"
+#: Every shipped H200 run directory: the residual bound holds on each of their benchmarks.
+SHIPPED = sorted({*(p.parent for p in (ROOT / "fixtures" / "runs").glob("*/manifest.json")), CAUSES})
+
+
+@pytest.fixture(scope="module")
+def example() -> RunResult:
+    return analyze(EXAMPLE)
+
+
+@pytest.fixture(scope="module")
+def causes() -> RunResult:
+    return analyze(CAUSES)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
+    return analyze(build_run_dir(tmp_path_factory.mktemp("ref")))
+
+
+def bench(result: RunResult, name: str) -> BenchmarkResult:
+    return next(b for b in result.benchmarks if b.name == name)
+
+
+def gap(result: RunResult, name: str) -> Gap:
+    g = bench(result, name).gap
+    assert g is not None
+    return g
+
+
+def part(g: Gap, cause: str) -> float:
+    (p,) = [p for p in g.parts if p.cause == cause]
+    return p.ns
+
+
+def causes_run_sidecar(pass_name: str, name: str) -> dict:
+    for path in (CAUSES / pass_name).glob("timer-*.json"):
+        for b in json.loads(path.read_text())["benchmarks"]:
+            if b["name"] == name:
+                return b
+    raise KeyError(name)
+
+
+def db(run: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{unpacked(run / 'nsys' / 'report.sqlite.gz')}?mode=ro", uri=True)
+
+
+# ----------------------------------------------------------------------------- the sum
+
+
+@pytest.mark.parametrize("run", SHIPPED, ids=lambda p: p.name)
+def test_parts_add_up_exactly_and_the_residual_is_small(run: Path) -> None:
+    result = analyze(run)
+    with_gap = [b for b in result.benchmarks if b.gap is not None]
+    assert with_gap, "every timed benchmark with an ncu figure has a decomposition"
+    for b in with_gap:
+        g = b.gap
+        assert g is not None and b.timer is not None and b.ncu is not None
+        # Exact in floating point, in any order of summation.
+        assert g.total_ns == sum(p.ns for p in g.parts) + g.residual_ns
+        assert g.total_ns == g.residual_ns + sum(p.ns for p in reversed(g.parts))
+        assert g.total_ns == q(b.timer.median_ns - (b.ncu.median_ns or 0.0))
+        # What no measurement of the run explains: under 5% of the timing, or under 0.3 us.
+        assert abs(g.residual_ns) < max(0.05 * b.timer.median_ns, 300.0), (b.name, g.residual_ns)
+
+
+def test_parts_come_in_order_and_name_their_measurements(causes: RunResult) -> None:
+    order = ["clock", "cache_state", "front_end", "launch_overhead", "gaps", "overlap", "non_kernel_work",
+             "missed_work", "profiler_overhead"]  # fmt: skip
+    for b in causes.benchmarks:
+        assert b.gap is not None
+        seen = [p.cause for p in b.gap.parts]
+        assert seen == sorted(seen, key=order.index)
+        for p in b.gap.parts:
+            assert p.evidence and p.message and p.fix is not None
+        m = b.gap.measurements
+        assert m["nsys_timeline"] is True and m["nsys_pass_timing_ns"] is not None
+
+
+# ----------------------------------------------------------------------------- each cause
+
+
+def test_zeroing_flush_is_dirty_l2_write_back(causes: RunResult) -> None:
+    g = gap(causes, "gemv_zero_flush")
+    (p,) = [p for p in g.parts if p.cause == "cache_state"]
+    ev = p.evidence
+    # ncu's own front-end time for this GEMV, measured on gemv_clean (same kernel, clean flush):
+    # its ncu duration minus its CUPTI duration under nsys.
+    clean = bench(causes, "gemv_clean")
+    assert clean.ncu is not None and clean.nsys is not None
+    assert ev["ncu_front_end_ns"] == q(clean.ncu.median_ns - clean.nsys.median_ns)  # type: ignore[operator]
+    nsys = bench(causes, "gemv_zero_flush").nsys
+    assert nsys is not None and ev["nsys_kernel_ns"] == nsys.median_ns
+    assert p.ns == q(nsys.median_ns - g.ncu_ns + ev["ncu_front_end_ns"])  # type: ignore[operator]
+    # 7.3 us of write-back on a 28 us GEMV (DEVICE.md measured 35.6 vs 28.4 us for the same shape).
+    assert 6_000 < p.ns < 8_500
+    assert ev["loop_flush"] == "zero" and p.actionable
+    assert "write, then read" in p.fix  # the fix: flush clean
+
+
+def test_zeroing_flush_of_the_reference_event_loop(reference: RunResult) -> None:
+    for name, low, high in (("mm_small", 1_000, 2_000), ("mm_skinny", 4_500, 5_500)):
+        g = gap(reference, name)
+        assert low < part(g, "cache_state") < high
+
+
+def test_warm_loop_is_faster_than_clean_ncu(causes: RunResult) -> None:
+    g = gap(causes, "mm_warm")
+    (p,) = [p for p in g.parts if p.cause == "cache_state"]
+    assert p.evidence["loop_cache"] == "warm" and -3_000 < p.ns < -2_000  # the weights stay in L2
+    assert "flush_l2=False" in p.fix and "keep flush_l2=True" in p.fix
+    assert bench(causes, "mm_warm").verdict is Verdict.FLAGGED
+    assert bench(causes, "mm_clean").verdict is Verdict.OK  # the same GEMM, flushed: agrees
+
+
+def test_warm_graph_replays(causes: RunResult) -> None:
+    b = bench(causes, "mm_graph_warm")
+    g = gap(causes, "mm_graph_warm")
+    assert part(g, "cache_state") < -2_500
+    # The nsys pass sized its graph at 7 calls (its warm-up ran slower), the plain pass at 8.
+    assert causes_run_sidecar("nsys", "mm_graph_warm")["method"]["calls_per_sample"] == 7
+    assert any("hold 7 calls each" in n and "timed 8 per sample" in n for n in b.notes)
+    (cache,) = [p for p in g.parts if p.cause == "cache_state"]
+    assert "cuda_graph=True without a flush" in cache.fix
+
+
+def test_launch_bound_loop(causes: RunResult) -> None:
+    b = bench(causes, "add_launch_bound")
+    g = gap(causes, "add_launch_bound")
+    host = part(g, "launch_overhead")
+    assert host > 20_000  # the GPU sat idle waiting for the host in every window
+    (lp,) = [p for p in g.parts if p.cause == "launch_overhead"]
+    assert lp.evidence["queue_ran_dry_share"] == 1.0 and lp.evidence["hold_queue"] is False
+    assert "keep hold_queue=True" in lp.fix
+    # nsys slowed that host: the profiler part is the plain timing minus the nsys pass's own.
+    plain = causes_run_sidecar("plain", "add_launch_bound")["median_ns"]
+    under = causes_run_sidecar("nsys", "add_launch_bound")["median_ns"]
+    assert part(g, "profiler_overhead") == q(plain - under) < -15_000
+    assert b.verdict is Verdict.FLAGGED and b.causes[0].code.value == "launch_overhead"
+
+
+def test_held_queue_is_never_told_to_hold_the_queue(example: RunResult, causes: RunResult) -> None:
+    for result in (example, causes):
+        for b in result.benchmarks:
+            if b.timer is None or not b.timer.method.get("hold_queue") or b.gap is None:
+                continue
+            for p in b.gap.parts:
+                assert "hold_queue=True" not in p.fix and "hold the queue" not in p.fix, (b.name, p.cause)
+
+
+def test_copy_is_non_kernel_work(example: RunResult) -> None:
+    g = gap(example, "copy_1g")
+    from test_reconcile_h200_run import nsys_iterations
+
+    copies = [e - s for ops in nsys_iterations(db(EXAMPLE), "copy_1g") for _, s, e, _ in ops]
+    assert len(copies) == 52
+    assert part(g, "non_kernel_work") == statistics.median(copies) == 501_185.0
+    assert g.ncu_ns == 0.0 and bench(example, "copy_1g").verdict is Verdict.FLAGGED
+
+
+def test_two_streams_overlap_and_the_join(example: RunResult) -> None:
+    b = bench(example, "two_streams")
+    g = gap(example, "two_streams")
+    assert b.nsys is not None
+    ov = part(g, "overlap")
+    # Busy time against ncu's serialized kernels at the loop's clock.
+    clock = part(g, "clock")
+    assert ov == q(b.nsys.busy_median_ns - (g.ncu_ns + clock))  # type: ignore[operator]
+    assert ov < 0
+    # main.wait_stream(side) before the end event: the side GEMM is inside the window.
+    assert not any(p.cause == "missed_work" for p in g.parts)
+    assert b.verdict is Verdict.OK
+
+
+def test_side_stream_outliving_the_end_event(causes: RunResult) -> None:
+    b = bench(causes, "side_stream")
+    g = gap(causes, "side_stream")
+    (p,) = [p for p in g.parts if p.cause == "missed_work"]
+    assert p.ns < -80_000 and p.actionable  # a ~90 us GEMM the timing never saw
+    assert p.message.startswith("your timing misses 86.85 us")
+    assert "stream wait before the end event in 0%" in str(p.evidence["joined_by"])
+    assert "wait_stream" in p.fix
+    # From the export: per iteration, how far the last op ran past the timing stream's last op.
+    assert b.nsys is not None and b.nsys.streams == 2
+    assert b.verdict is Verdict.FLAGGED and b.causes[0].code.value == "missed_work"
+
+
+def test_front_end_of_a_short_kernel_under_a_held_queue(example: RunResult) -> None:
+    # The lead-in itself is checked against SQL in test_reconcile_h200_run; here, its place in the sum.
+    g = gap(example, "add_small")
+    (p,) = [p for p in g.parts if p.cause == "front_end"]
+    ev = p.evidence
+    assert p.ns == q(
+        ev["lead_in_ns"] - ev["host_wait_ns"] - ev["empty_window_subtracted_ns"] - ev["ncu_front_end_ns"]
+    )
+    assert 1_000 < p.ns < 1_400 and p.actionable
+
+
+def test_clock_part_uses_the_measured_elasticity(causes: RunResult, example: RunResult) -> None:
+    (p,) = [p for p in gap(causes, "side_stream").parts if p.cause == "clock"]
+    assert p.evidence["elasticity"] == "measured"
+    rows = p.evidence["kernels"]
+    assert all(r["elasticity_source"] == "measured" for r in rows)
+    b = bench(causes, "side_stream")
+    assert b.ncu is not None and b.ref_clock_hz is not None
+    expect = statistics.median(
+        sum(k.duration_ns * (k.sm_clock_hz / b.ref_clock_hz) ** min(1.0, max(0.0, k.elasticity or 0.0))  # type: ignore[operator]
+            for k in b.ncu.kernels if k.iteration == i)
+        for i in {k.iteration for k in b.ncu.kernels}
+    ) - b.ncu.median_ns  # fmt: skip
+    assert p.ns == pytest.approx(expect, abs=0.2)
+    # Without the base-clock pass the part says the sensitivity is a guess.
+    (h,) = [p for p in gap(example, "mm_large").parts if p.cause == "clock"]
+    assert h.evidence["elasticity"] == "heuristic" and "guess" in h.fix
+
+
+def test_a_host_sampled_clock_contradicted_by_the_kernels_is_not_used(reference: RunResult) -> None:
+    b = bench(reference, "mm_large")
+    assert b.gap is not None and not any(p.cause == "clock" for p in b.gap.parts)
+    assert b.verdict is Verdict.OK
+
+
+# ----------------------------------------------------------------------------- verdict, method
+
+
+def test_tolerance_still_decides(tmp_path: Path) -> None:
+    loose = analyze(EXAMPLE, tolerance=0.6)
+    assert bench(loose, "add_small").verdict is Verdict.OK  # front end 38% of the timing, residual 6%
+    assert bench(loose, "copy_1g").verdict is Verdict.FLAGGED  # ncu cannot see a copy at any tolerance
+
+
+def test_fixes_follow_the_method(example: RunResult) -> None:
+    b = bench(example, "add_small")
+    assert b.timer is not None and b.ncu is not None
+    base = dict(
+        timer=b.timer,
+        ncu=b.ncu,
+        nsys=b.nsys,
+        ref_clock_hz=b.ref_clock_hz,
+        ref_clock_source=b.ref_clock_source,
+    )
+
+    def fix(kind: str, method: dict, cause: str) -> str:
+        from dataclasses import replace
+
+        t = replace(b.timer, method=method)  # type: ignore[arg-type]
+        g = decompose(GapInputs(**{**base, "timer": t}, source={"kind": kind}))  # type: ignore[arg-type]
+        assert g is not None
+        return next(p.fix for p in g.parts if p.cause == cause)
+
+    dirty = {"flush": "zero", "calls_per_sample": 1}
+    assert "do_bench zeroes its cache buffer" in fix("do_bench", dirty, "cache_state")
+    assert "leaves dirty lines" in fix("cuda_events", dirty, "cache_state")
+    assert "do_bench_cudagraph replays" in fix("do_bench_cudagraph", {"flush": "none"}, "cache_state")
+    assert "torch.utils.benchmark.Timer never flushes" in fix(
+        "torch_benchmark", {"flush": "none"}, "cache_state"
+    )
+    # Without nsys the front end is the measured empty window the method did not subtract.
+    ev = {"flush": "write+read", "empty_window_ns": 1300.0, "overhead_ns": 0.0}
+    assert "do_bench window pays the events' own cost" in fix("do_bench", ev, "front_end")
+
+
+def test_missing_measurements_leave_their_parts_out(tmp_path: Path) -> None:
+    run = tmp_path / "no-nsys"
+    shutil.copytree(EXAMPLE, run, ignore=shutil.ignore_patterns("nsys"))
+    result = analyze(run)
+    g = gap(result, "add_small")
+    assert [p.cause for p in g.parts] == ["clock", "front_end"]  # the empty window, measured by the timer
+    assert part(g, "front_end") == 0.0  # ... and subtracted by it
+    assert g.measurements["nsys_timeline"] is False and g.measurements["nsys_kernel_ns"] is None
+    # What nsys would have explained is now the residual, and the residual flags it.
+    assert g.residual_ns == q(g.total_ns - part(g, "clock"))
+    assert bench(result, "add_small").verdict is Verdict.FLAGGED
+
+
+# ----------------------------------------------------------------------------- outputs
+
+
+def test_report_json_carries_the_gap_and_reads_it_back(causes: RunResult) -> None:
+    doc = json.loads(json.dumps(report_to_dict(causes)))
+    for d in doc["benchmarks"]:
+        gd = d["gap"]
+        assert set(gd) >= {"total_ns", "parts", "residual_ns"}
+        assert all(set(p) >= {"cause", "ns", "evidence", "fix"} for p in gd["parts"])
+        assert gd["total_ns"] == sum(p["ns"] for p in gd["parts"]) + gd["residual_ns"]
+    back = report_from_dict(doc)
+    assert [b.gap for b in back.benchmarks] == [b.gap for b in causes.benchmarks]
+
+
+def test_waterfall_markdown_terminal_and_frame(causes: RunResult) -> None:
+    flagged = causes.flagged
+    page = render_html(causes)
+    assert page.count("class='chart waterfall'") == len(flagged) > 0
+    svg = waterfall_svg(bench(causes, "side_stream"))
+    assert svg is not None and svg.startswith("<svg") and "work the timing missed" in svg
+    md = render_markdown(causes)
+    assert "## Where the gap comes from" in md
+    assert (
+        md.count("<details><summary>side\\_stream") == 0 and "<details><summary>side_stream (flagged)" in md
+    )
+    assert "| work the timing missed |" in md or "| **work the timing missed** |" in md
+    buf = io.StringIO()
+    print_report(causes, Console(file=buf, width=140, color_system=None))
+    assert "gap -90.59 us = work the timing missed -86.85 us" in buf.getvalue()
+    frame = gaps_frame(causes)
+    assert list(frame.columns) == list(GAP_COLUMNS)
+    sums = frame.groupby("benchmark")["ns"].sum()
+    for b in causes.benchmarks:
+        assert b.gap is not None and math.isclose(sums[b.name], b.gap.total_ns, abs_tol=1e-9)
+
+
+def test_notebook_documents_the_gap_frame() -> None:
+    from test_notebook import doc_columns
+
+    assert doc_columns("Run.gaps()") == list(GAP_COLUMNS)
