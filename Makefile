@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit demo gpu-test clean
+.PHONY: test test-lowest lint typecheck unit demo gpu-test clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,6 +24,18 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q -m "not gpu"
 
+## test-lowest: the CPU tests with every direct dependency at the floor pyproject.toml allows
+## (a fresh venv; pip cannot resolve to lowest versions, so the floors become == constraints)
+LOWEST := .venv-lowest
+test-lowest:
+	rm -rf $(LOWEST)
+	$(PY) -m venv $(LOWEST)
+	$(LOWEST)/bin/python -m pip install -q --upgrade pip
+	$(LOWEST)/bin/python scripts/lowest_constraints.py pyproject.toml > $(LOWEST)/constraints.txt
+	$(LOWEST)/bin/python -m pip install -q -c $(LOWEST)/constraints.txt -e . pytest selenium
+	$(LOWEST)/bin/python scripts/lowest_constraints.py --check pyproject.toml
+	$(LOWEST)/bin/pytest -q -m "not gpu" -p no:cacheprovider
+
 ## demo: the main job on a machine with no GPU, on the shipped H200 run directory
 demo: $(STAMP)
 	$(BIN)/nsightwrap report fixtures/runs/h200-example --format table
@@ -36,4 +48,4 @@ gpu-test: $(STAMP)
 	$(BIN)/pytest -q -m gpu
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LOWEST) .pytest_cache .mypy_cache .ruff_cache

@@ -130,7 +130,6 @@ def _innermost_path(attribution: pd.DataFrame, ranges: pd.DataFrame, op_ids: pd.
 
 def _ncu_view(path: Path, kind: ReportKind, by: str) -> View:
     from nsightwrap.parsers import ncu
-
     from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
     # The native reader runs in a child process: its crash becomes one line, not a dead inspect.

@@ -16,6 +16,7 @@ import pandas as pd
 
 from nsightwrap.analysis.clocks import parse_clock_ref, plain_clock_from_samples, reference_clock
 from nsightwrap.analysis.model import ClockSample, Environment, RunResult, Settings, TimerStats
+from nsightwrap.analysis.power import attach_power
 from nsightwrap.analysis.reconcile import BenchmarkSpec, ncu_stats, nsys_stats, reconcile, specs_from_nvtx
 from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, SIDECAR_GLOB
 from nsightwrap.core.errors import NativeReaderCrashed, ReportParseError, UsageError
@@ -89,7 +90,7 @@ def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") 
                 ncu_cache_control=env.ncu_cache_control,
             )
         )
-    return RunResult(
+    result = RunResult(
         run_dir=str(run_dir),
         environment=env,
         settings=Settings(tolerance=tolerance, clock_ref=clock_ref),
@@ -99,6 +100,7 @@ def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") 
         notes=tuple(notes),
         reader_crashes=tuple(crashes),
     )
+    return attach_power(result, sidecars, samples)
 
 
 # ----------------------------------------------------------------------------- sidecars
@@ -246,8 +248,8 @@ def _trace(samples: pd.DataFrame | None) -> tuple[ClockSample, ...]:
         return ()
     secs = (t - t.min()).dt.total_seconds()
     return tuple(
-        ClockSample(t_s=float(s), sm_clock_hz=float(f))
-        for s, f in zip(secs, samples["sm_clock_hz"], strict=True)
+        ClockSample(t_s=float(s), sm_clock_hz=float(f), power_w=_opt(w), temperature_c=_opt(c))
+        for s, f, w, c in zip(secs, samples["sm_clock_hz"], samples["power_w"], samples["temperature_c"], strict=True)
         if not (math.isnan(s) or math.isnan(f))
     )
 

@@ -215,7 +215,13 @@ class Roofline:
 
 @dataclass(frozen=True)
 class PowerStats:
-    """NVML energy, power and temperature around one benchmark's timed samples."""
+    """NVML energy, power and temperature of one benchmark (docs/power.md). J, W, C, s, ns.
+
+    ``energy_j`` / ``energy_per_call_j`` / ``mean_w`` come from the energy window (``fn`` called
+    back to back after the timed samples, ``method`` ``steady``), or, where it did not run, from
+    the timed loop itself (``method`` ``timed_loop``: flushes and queue holds included).
+    ``peak_w`` and ``peak_temp_c`` cover both; ``timed_*`` are the timed samples' own figures.
+    """
 
     energy_j: float | None
     energy_per_call_j: float | None
@@ -224,6 +230,28 @@ class PowerStats:
     peak_temp_c: float | None
     throttle_reasons: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: Energy per call of each block of the energy window: the samples ``compare`` judges.
+    energy_samples_j: tuple[float, ...] = ()
+    pj_per_flop: float | None = None  # energy per call / flops, in pJ
+    pj_per_byte: float | None = None  # energy per call / bytes, in pJ
+    method: str = "steady"  # "steady" or "timed_loop"
+    calls: int | None = None  # calls the energy figure covers
+    window_s: float | None = None
+    ns_per_call: float | None = None  # GPU time per call in that window (CUDA events)
+    timed_energy_j: float | None = None
+    timed_s: float | None = None
+    timed_mean_w: float | None = None
+    timed_peak_w: float | None = None
+    start_temp_c: float | None = None
+    counter_step_j: float | None = None  # the energy counter's median step and update interval
+    counter_update_s: float | None = None
+    power_kind: str = "instant"  # "instant" (NVML field) or "average" (a 1 s average)
+    #: The thermal guard: seconds waited before the benchmark (None: no guard), and whether it gave up.
+    thermal_wait_s: float | None = None
+    thermal_timed_out: bool = False
+    #: Where the benchmark sits on the plain pass's timeline (seconds from its first sample).
+    t_start_s: float | None = None
+    t_end_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -259,6 +287,8 @@ class ClockSample:
 
     t_s: float
     sm_clock_hz: float
+    power_w: float | None = None
+    temperature_c: float | None = None
 
 
 @dataclass(frozen=True)

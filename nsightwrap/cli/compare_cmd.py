@@ -79,12 +79,17 @@ def compare_command(
     reference_gpu: Annotated[
         int | None, typer.Option("--reference-gpu", metavar="SHARD", help="With --gpu-vs-gpu: the GPU (shard) to compare against.")
     ] = None,
+    fail_on_energy: Annotated[
+        bool, typer.Option("--fail-on-energy", help="Exit 1 also when a benchmark takes more energy per call.")
+    ] = False,
 ) -> None:
     """Compare two runs benchmark by benchmark: SAME, FASTER, SLOWER or AMBIGUOUS.
 
     SLOWER needs a significant change (Mann-Whitney U), a bootstrap interval of the median ratio
     past the threshold, and the same change in SM cycles, so a lower clock is not a regression.
-    Exit 1 when any benchmark is SLOWER (unless --no-fail).
+    Exit 1 when any benchmark is SLOWER (unless --no-fail). Energy per call, where both runs
+    recorded it (NVML), gets its own verdict beside the time verdict: MORE, LESS, SAME or
+    AMBIGUOUS, by the same statistics; --fail-on-energy makes MORE fail too.
 
     In CI: nsightwrap compare baseline.json RUN --format junit -o compare.xml
 
@@ -120,7 +125,8 @@ def compare_command(
         )
     result = compare(base, cur, metric=metric.value, settings=settings)
     _emit(result, fmt, output)
-    if result.slower and not no_fail:
+    more_energy = fail_on_energy and any(v.verdict.value == "SLOWER" for v in result.energy)
+    if (result.slower or more_energy) and not no_fail:
         raise typer.Exit(EXIT_FINDINGS)
 
 

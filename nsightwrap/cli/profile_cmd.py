@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from nsightwrap.cli import app, invoked
+from nsightwrap.cli.doctor_cmd import preflight
 from nsightwrap.cli.gpus import GpuRun, run_on_gpus
 from nsightwrap.core.contract import PASSES, ncu_iteration_filter
 from nsightwrap.core.errors import EXIT_INTERRUPTED, EXIT_NATIVE_CRASH, EXIT_OK, NsightwrapError, UsageError
@@ -232,6 +233,9 @@ def profile_command(
     no_analyze: Annotated[
         bool, typer.Option("--no-analyze", help="Do not analyse the run at the end.")
     ] = False,
+    no_checks: Annotated[
+        bool, typer.Option("--no-checks", help="Skip the quick checks of nsightwrap doctor before the passes.")
+    ] = False,
     shard: Annotated[
         str | None,
         typer.Option("--shard", metavar="I/N", help="Time only shard I (0 to N-1) of the benchmarks (docs/cluster.md)."),
@@ -279,6 +283,8 @@ def profile_command(
     tools, skipped = find_tools(s, ncu, nsys, display)
     run_dir = output or default_run_dir(target_label(s.target))
     layout = create_run_dir(run_dir, s.passes)
+    if not no_checks:
+        preflight(display.warn)  # nsightwrap doctor's quick checks: only what is not ok is shown
     code, status, problems, interrupted = run_passes(s, layout, tools, skipped, display)
     for p in problems:
         _print_problem(err, p)

@@ -19,6 +19,7 @@ from typing import Any
 
 from nsightwrap.analysis.merged import run_sidecars
 from nsightwrap.analysis.model import READABLE_VERSIONS
+from nsightwrap.compare.energy import energy_samples
 from nsightwrap.compare.verdicts import METRICS, Samples, Side
 from nsightwrap.core.contract import PASS_PLAIN, REPORT_FORMAT, SIDECAR_FORMAT, SIDECAR_GLOB
 from nsightwrap.core.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
@@ -114,8 +115,9 @@ def _side_from_sidecars(docs: Sequence[tuple[Path, Mapping[str, Any]]], label: s
 
 def _merge(a: Samples, b: Samples) -> Samples:
     cycles = a.cycles + b.cycles if a.cycles is not None and b.cycles is not None else None
+    energy = (a.energy_j or ()) + (b.energy_j or ()) or None
     return Samples(
-        a.name, a.params, a.values_ns + b.values_ns, cycles, _clock_of(a.values_ns + b.values_ns, cycles)
+        a.name, a.params, a.values_ns + b.values_ns, cycles, _clock_of(a.values_ns + b.values_ns, cycles), energy
     )
 
 
@@ -126,7 +128,7 @@ def _timer_samples(entry: Mapping[str, Any], where: str) -> Samples:
     values = _numbers(entry, "samples_ns", where)
     clocks = _sample_clocks(entry, len(values), where)
     cycles = tuple(v * f / 1e9 for v, f in zip(values, clocks, strict=True)) if clocks else None
-    return Samples(name, params, values, cycles, _clock_of(values, cycles))
+    return Samples(name, params, values, cycles, _clock_of(values, cycles), energy_samples(entry.get("power")))
 
 
 def _sample_clocks(entry: Mapping[str, Any], n: int, where: str) -> tuple[float, ...] | None:
@@ -167,7 +169,8 @@ def side_from_report(doc: Mapping[str, Any], *, label: str, metric: str, where: 
             continue  # that source has no numbers for this benchmark: it is not compared
         if not isinstance(block, Mapping):
             raise ReportParseError(f"{at} ({name!r}): field {metric!r} must be an object or null")
-        block = {**block, "name": entry["name"], "params": entry.get("params") or {}}
+        block = {**block, "name": entry["name"], "params": entry.get("params") or {}, "power": entry.get("power")}
+        energy = energy_samples(entry.get("power"))
         if metric == "timer":
             out.append(_timer_samples(block, at))
         elif metric == "ncu":
@@ -183,14 +186,14 @@ def side_from_report(doc: Mapping[str, Any], *, label: str, metric: str, where: 
             if not kept:
                 continue
             values, cycles = tuple(v for v, _ in kept), tuple(c for _, c in kept)
-            out.append(Samples(name, params, values, cycles, _clock_of(values, cycles)))
+            out.append(Samples(name, params, values, cycles, _clock_of(values, cycles), energy))
         else:
             # nsys records no SM clock: its kernel sums cannot be checked against a clock change.
             values = _numbers(block, "iterations_ns", f"{at} ({name!r}) nsys", allow_zero=True)
             values = tuple(v for v in values if v > 0)
             if not values:
                 continue
-            out.append(Samples(name, params, values))
+            out.append(Samples(name, params, values, energy_j=energy))
     return Side(label=label, gpu=str(gpu) if gpu else None, benchmarks=tuple(out))
 
 

@@ -14,6 +14,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 import numpy as np
 
@@ -82,6 +83,8 @@ class Samples:
     values_ns: tuple[float, ...]
     cycles: tuple[float, ...] | None = None
     clock_hz: float | None = None
+    #: Energy per call (J) of each block of the timer's energy window, or None (compare.energy).
+    energy_j: tuple[float, ...] | None = None
 
     @property
     def key(self) -> str:
@@ -174,6 +177,8 @@ class Comparison:
     verdicts: tuple[BenchVerdict, ...]
     added: tuple[str, ...] = field(default=())
     removed: tuple[str, ...] = field(default=())
+    #: Energy per call verdicts (``compare.energy.EnergyVerdict``), where both sides have energy.
+    energy: tuple[Any, ...] = field(default=())
 
     @property
     def slower(self) -> tuple[BenchVerdict, ...]:
@@ -385,6 +390,8 @@ def compare(
     """Verdicts for every benchmark on both sides (matched by name and params), in baseline order."""
     b, c = baseline.by_key(), current.by_key()
     verdicts = tuple(judge(b[k], c[k], settings) for k in b if k in c)
+    from nsightwrap.compare.energy import energy_verdicts  # it builds on this module's statistics
+
     return Comparison(
         baseline=baseline.label,
         current=current.label,
@@ -395,4 +402,5 @@ def compare(
         verdicts=verdicts,
         added=tuple(k for k in c if k not in b),
         removed=tuple(k for k in b if k not in c),
+        energy=energy_verdicts(baseline, current, settings),
     )

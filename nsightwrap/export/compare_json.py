@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 from nsightwrap.compare.verdicts import BenchVerdict, Comparison, Interval, Spread
+from nsightwrap.export.compare_energy import energy_json
 
 COMPARE_FORMAT = "nsightwrap-compare"
 #: Version of the compare JSON. History (newest last):
@@ -56,6 +57,7 @@ def to_dict(c: Comparison) -> dict[str, Any]:
         "benchmarks": [_verdict(v) for v in c.verdicts],
         "added": list(c.added),
         "removed": list(c.removed),
+        "energy": energy_json(c),
     }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from lxml import etree
 
 from nsightwrap.compare.verdicts import Comparison, Verdict
+from nsightwrap.export.compare_energy import energy_properties
 from nsightwrap.export.compare_text import fmt_change, fmt_geomean, summary
 
 SUITE = "nsightwrap.compare.verdicts"
@@ -39,6 +40,7 @@ def to_junit(c: Comparison) -> bytes:
         ("summary", summary(c)),
     ):
         etree.SubElement(props, "property", name=name, value=value)
+    energy = energy_properties(c)
     for v in c.verdicts:
         case = etree.SubElement(suite, "testcase", classname=SUITE, name=v.key, time="0")
         cprops = etree.SubElement(case, "properties")
@@ -47,6 +49,7 @@ def to_junit(c: Comparison) -> bytes:
             ("reason", v.reason.value),
             ("change", fmt_change(v.ratio)),
             ("cycles_change", fmt_change(v.cycles_ratio)),
+            *energy.get(v.key, []),
         ):
             etree.SubElement(cprops, "property", name=name, value=value)
         if v.verdict is Verdict.SLOWER:

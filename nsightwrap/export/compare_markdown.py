@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nsightwrap.compare.verdicts import Comparison, Verdict
+from nsightwrap.export.compare_energy import energy_markdown
 from nsightwrap.export.compare_text import fmt_change, fmt_geomean, fmt_spread, settings_line, summary
 from nsightwrap.export.escape import md_cell
 
@@ -49,6 +50,7 @@ def to_markdown(c: Comparison) -> str:
         "",
         f"Geometric mean of the time ratios: {md_cell(fmt_geomean(c.geomean_ratio))}.",
         "",
+        *energy_markdown(c),
         f"<sub>{md_cell(settings_line(c))}</sub>",
         "",
     ]

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nsightwrap.compare.verdicts import Comparison, Reason, Verdict
+from nsightwrap.export.compare_energy import energy_table
 from nsightwrap.export.compare_text import fmt_change, fmt_spread, settings_line, summary
 
 _STYLE = {
@@ -40,6 +41,7 @@ def render_table(c: Comparison) -> Group:
         if v.reason is not Reason.WITHIN_THRESHOLD:
             notes.append(Text.assemble((f"{v.verdict.value} ", _STYLE[v.verdict]), f"{v.key}: {v.message}"))
     lines: list[RenderableType] = [table, *notes, Text(summary(c)), Text(settings_line(c), style="dim")]
+    lines += energy_table(c)
     if c.added:
         lines.append(Text("added (only in current): " + ", ".join(c.added)))
     if c.removed:

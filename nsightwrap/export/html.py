@@ -12,6 +12,7 @@ from nsightwrap.analysis.model import BenchmarkResult, KernelTiming, RunResult, 
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export import shards
 from nsightwrap.export.escape import html as esc
+from nsightwrap.export.power_html import power_html
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#222;max-width:1300px}
@@ -214,6 +215,7 @@ def render_html(result: RunResult) -> str:
     clock = _clock_chart(result)
     if clock:
         parts += ["<h2>SM clock, plain pass</h2>", f"<div class='chart'>{clock}</div>"]
+    parts += power_html(result)
     parts += ["<h2>Environment</h2>", _kv_table(f.environment_items(result))]
     if result.environment.command:
         parts += ["<h2>Reproduce</h2>", f"<pre>{esc(shlex.join(result.environment.command))}</pre>"]

@@ -34,6 +34,7 @@ from nsightwrap.analysis.model import (
 )
 from nsightwrap.core.contract import REPORT_FORMAT
 from nsightwrap.core.errors import FormatVersionError, ReportParseError
+from nsightwrap.export.power_json import power_from_dict
 from nsightwrap.export.shards import shards_from_dict, variance_from_dict
 
 
@@ -149,6 +150,7 @@ def _bench(d: Mapping[str, Any]) -> BenchmarkResult:
         shard=d.get("shard"),
         causes=causes,
         notes=tuple(d.get("notes") or ()),
+        power=power_from_dict(d.get("power")),
     )
 
 

@@ -11,6 +11,7 @@ from nsightwrap.analysis.model import BenchmarkResult, RunResult
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export import shards
 from nsightwrap.export.escape import html, md_cell
+from nsightwrap.export.power_markdown import power_markdown
 
 
 def _row(cells: list[str]) -> str:
@@ -108,6 +109,7 @@ def render_markdown(result: RunResult) -> str:
     notes += [f"**{md_cell(f.label(b))}**: {md_cell(n)}" for b in result.benchmarks for n in b.notes]
     if notes:
         out += ["## Notes", "", *(f"- {n}" for n in notes), ""]
+    out += power_markdown(result)
     out += ["## Environment", "", *_environment(result), ""]
     if result.environment.command:
         out += ["## Reproduce", "", "```sh", shlex.join(result.environment.command), "```", ""]

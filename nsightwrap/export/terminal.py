@@ -19,6 +19,7 @@ from rich.text import Text
 from nsightwrap.analysis.model import BenchmarkResult, RunResult, Verdict
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export import shards
+from nsightwrap.export.power_terminal import print_power
 
 _STYLE = {Verdict.OK: "green", Verdict.FLAGGED: "bold red"}
 
@@ -169,3 +170,4 @@ def print_report(result: RunResult, console: Console) -> None:
         console.print()
         for who, n in notes:
             console.print(_labelled(f"note: {who}:", Text(n), 0), style="dim")
+    print_power(result, console)

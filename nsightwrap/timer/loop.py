@@ -15,17 +15,20 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from nsightwrap.core import contract
 from nsightwrap.core.errors import UsageError
 from nsightwrap.core.shard import in_shard, skipped_method
+from nsightwrap.timer.energy import energy_window
 from nsightwrap.timer.gpu import DOMAIN, STATE, Gpu, capture_graph, enqueue_cost_s, gpu_state, warmup
 from nsightwrap.timer.nvml import NvmlSampler, align, reason_names
 from nsightwrap.timer.probe import probe_clock
 from nsightwrap.timer.result import BenchResult, bench_name
 from nsightwrap.timer.sidecar import sidecar_path, write_sidecar
 from nsightwrap.timer.stats import MAX_BATCH, Stopper, StopReason, StopRule, summarize
+from nsightwrap.timer.thermal import thermal_guard
 
 
 def _check_name(name: str) -> None:
@@ -79,6 +82,9 @@ def bench(
     budget_s: float = 2.0,
     warmup_s: float = 0.025,
     verbose: bool = False,
+    energy_s: float | None = None,
+    thermal_margin_c: float | None = None,
+    thermal_timeout_s: float = 60.0,
 ) -> BenchResult:
     """Time ``fn()`` (GPU work queued on the current stream) with CUDA events.
 
@@ -90,6 +96,9 @@ def bench(
     a flush, else enough calls for ~20 us) and divides; ``subtract_overhead`` removes the cost
     of an empty event window when the queue is held or a graph is timed. Under ``nsightwrap
     profile`` the ncu pass runs 1 warm-up and NSIGHTWRAP_NCU_ITERS untimed iterations.
+    ``energy_s`` seconds of back-to-back calls after the samples give the energy per call
+    (NVML energy counter; default 1 s or NSIGHTWRAP_ENERGY_S; 0 turns it off); ``thermal_margin_c`` first waits, up to
+    ``thermal_timeout_s``, until the GPU is that many degrees below its slowdown temperature.
     """
     params = dict(params or {})
     base = name or getattr(fn, "__name__", "") or "bench"
@@ -101,6 +110,7 @@ def bench(
         )
     gpu = gpu_state()
     stage = current_pass()
+    guard = thermal_guard(gpu.nvml, thermal_margin_c, thermal_timeout_s)  # outside the benchmark's range
     DOMAIN.push_range(message=full)
     try:
         if stage == contract.PASS_NCU:
@@ -111,10 +121,12 @@ def bench(
             rule = StopRule(min_samples, max_samples, rel_precision, budget_s)
             result = _measure(
                 gpu, fn, full, params, flops, bytes, flush_l2, cuda_graph, graph_calls, hold_queue,
-                subtract_overhead, rule, warmup_s, stage,
+                subtract_overhead, rule, warmup_s, stage, energy_s,
             )  # fmt: skip
     finally:
         DOMAIN.pop_range()
+    if guard is not None:
+        result = replace(result, method={**result.method, "thermal_guard": guard})
     _register(result, gpu)
     if verbose:
         print(result)
@@ -197,6 +209,7 @@ def _measure(
     rule: StopRule,
     warmup_s: float,
     stage: str | None,
+    energy_s: float | None = None,
 ) -> BenchResult:
     per_call_ns, warm_calls = warmup(gpu, fn, warmup_s)
     if flush_l2:
@@ -225,6 +238,8 @@ def _measure(
         samples, windows, reason = _sample_loop(
             gpu, runner, flush_l2, cuda_graph, k, per_call_ns, hold_queue, subtract_overhead, rule, method
         )
+        # Under nsys the window's thousands of launches would only swell the trace.
+        energy_window(gpu, runner, k, per_call_ns, sampler, 0.0 if stage == contract.PASS_NSYS else energy_s)
     probe_hz = probe_clock(gpu, runner, flush_l2, method, summarize(samples).median * k if samples else 0.0)
     return _finish(name, params, flops, nbytes, samples, windows, reason, rule, method, sampler, probe_hz)
 
@@ -339,4 +354,5 @@ def _finish(
         method=method,
         flops=flops,
         bytes=nbytes,
+        power=sampler.power_summary(windows),
     )

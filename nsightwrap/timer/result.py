@@ -63,6 +63,8 @@ class BenchResult:
     flops: float | None = None
     bytes: float | None = None
     timed: bool = True
+    #: NVML energy, power and temperature (``timer.energy.power_record``; docs/power.md), or None.
+    power: Mapping[str, Any] | None = None
 
     @classmethod
     def from_samples(cls, name: str, samples_ns: Sequence[float], **kw: Any) -> BenchResult:
@@ -144,6 +146,7 @@ class BenchResult:
             "bytes": self.bytes,
             "tflops": self.tflops,
             "gbps": self.gbps,
+            "power": None if self.power is None else _json_safe(dict(self.power)),
         }
 
     @classmethod
@@ -180,6 +183,7 @@ class BenchResult:
             flops=d.get("flops"),
             bytes=d.get("bytes"),
             timed=bool(d.get("timed", True)),
+            power=dict(d["power"]) if isinstance(d.get("power"), Mapping) else None,
         )
 
     def __str__(self) -> str:
@@ -214,7 +218,27 @@ class BenchResult:
         if m.get("overhead_ns"):
             how.append(f"-{_fmt_time(m['overhead_ns'])} empty window")
         extra.append("; ".join(how))
+        extra += _power_text(self.power, m.get("thermal_guard"))
         return head + "  " + "  ".join(extra)
+
+
+def _power_text(power: Mapping[str, Any] | None, guard: Mapping[str, Any] | None) -> list[str]:
+    """``1.23 mJ/call at 512 W, peak 61 C``, and the thermal guard's wait, for ``__str__``."""
+    out = []
+    steady = (power or {}).get("steady") or {}
+    e, w = steady.get("energy_per_call_j"), steady.get("mean_w")
+    if isinstance(e, (int, float)):
+        text = f"{e * 1e3:.4g} mJ/call" if e >= 1e-3 else f"{e * 1e6:.4g} uJ/call"
+        if isinstance(w, (int, float)):
+            text += f" at {w:.0f} W"
+        peak = max((v for v in ((power or {}).get("timed", {}).get("peak_temp_c"), steady.get("peak_temp_c"))
+                    if isinstance(v, (int, float))), default=None)  # fmt: skip
+        if peak is not None:
+            text += f", peak {peak:.0f} C"
+        out.append(text)
+    if guard and not guard.get("skipped"):
+        out.append(f"cooled {guard.get('waited_s', 0):.1f} s" + (" (timed out)" if guard.get("timed_out") else ""))
+    return out
 
 
 def bench_name(name: str, params: Mapping[str, Any] | None = None) -> str:

@@ -1,0 +1,85 @@
+"""``nsightwrap doctor``: check the tools, the Python packages and the GPU before a run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from enum import Enum
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from nsightwrap.cli import app
+
+_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+
+
+def check_line(c: object, width: int = 22) -> Text:
+    """``fail  gpu counters          no permission ...; fix: ...``: one check on one line."""
+    from nsightwrap.run.doctor import Check
+
+    assert isinstance(c, Check)
+    line = Text(f"{c.status.value:<4}", style=_STYLE[c.status.value])
+    line.append(f"  {c.name:<{width}}  {c.message}")
+    if c.fix and c.status.value != "ok":
+        line.append(f"; fix: {c.fix}", style="bold")
+    return line
+
+
+def preflight(warn: Callable[[str], None]) -> None:
+    """Run doctor's quick checks and hand every one that is not ok to ``warn`` (``profile``)."""
+    from nsightwrap.run.doctor import preflight as checks
+
+    for c in checks():
+        warn(f"doctor: {c.status.value} {c.name}: {c.message}" + (f" (fix: {c.fix})" if c.fix else ""))
+
+
+@app.command("doctor")
+def doctor_command(
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="table (one line per check) or json.")] = Format.table,
+    gpu: Annotated[
+        int | None, typer.Option("--gpu", min=0, help="nvidia-smi index of the GPU to check [default: the first CUDA sees].")
+    ] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Skip the checks that run ncu and import torch (seconds).")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show the evidence of every check.")] = False,
+) -> None:
+    """Find what would make the numbers wrong before a run: every check ok, warn or fail, with
+    its evidence and its fix. Exit 0 when all are ok, 1 with warnings, 2 with failures.
+
+    Checks ncu and nsys (where, which version), nsys's importer (libdw), GPU performance counters
+    (ncu on a tiny kernel: ERR_NVGPUCTRPERM), whether ncu can lock clocks, the Python packages
+    (nvtx, which ncu_report module is imported and from where, nvidia-ml-py, torch's CUDA build,
+    triton), and the GPU: persistence mode, application and locked clocks, throttle reasons,
+    temperature, MIG, ECC, other processes on the GPU, CUDA_VISIBLE_DEVICES, power limit.
+
+    Before a benchmark session: nsightwrap doctor
+
+    In CI, keep the evidence: nsightwrap doctor --format json > doctor.json
+
+    The second GPU of the machine: nsightwrap doctor --gpu 1
+    """
+    from nsightwrap.run.doctor import run_checks
+
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    show = fmt is Format.table and err.is_terminal
+    report = run_checks(gpu, fast=quick, progress=(lambda text: err.print(f"[dim]{text}[/]")) if show else None)
+    if fmt is Format.json:
+        typer.echo(json.dumps(report.to_dict(), indent=2, default=str))
+    else:
+        out = Console(highlight=False, soft_wrap=True)
+        width = max(len(c.name) for c in report.checks)
+        for c in report.checks:
+            out.print(check_line(c, width))
+            if verbose and c.evidence:
+                out.print(Text("      " + json.dumps(dict(c.evidence), default=str), style="dim"))
+        counts = {s: sum(c.status.value == s for c in report.checks) for s in ("ok", "warn", "fail")}
+        target = f" (GPU {report.gpu})" if report.gpu is not None else ""
+        out.print(Text(f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail{target}"))
+    raise typer.Exit(report.exit_code)

@@ -1,0 +1,96 @@
+"""Energy per call, baseline vs current: a verdict of its own beside the time verdict.
+
+The samples are the timer's energy per call of each block of its energy window (``power``
+records; docs/power.md), and the statistics are those of the time verdicts
+(``compare.verdicts``): Mann-Whitney U at ``alpha``, a bootstrap interval of the ratio of
+medians against ``threshold``. There is no cycles check: energy does not scale out with the
+clock the way time does (a lower clock usually costs less energy per call), so a clock change is
+named in the message, not subtracted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nsightwrap.compare.verdicts import (
+    Interval,
+    Reason,
+    Samples,
+    Settings,
+    Side,
+    Spread,
+    Verdict,
+    _ci,
+    _direction,
+    bootstrap_median_ratio,
+    mann_whitney_u,
+    spread,
+)
+
+
+@dataclass(frozen=True)
+class EnergyVerdict:
+    """The energy verdict on one benchmark: spreads in J per call, ratio current / baseline."""
+
+    key: str
+    verdict: Verdict
+    reason: Reason
+    message: str
+    baseline: Spread
+    current: Spread
+    ratio: Interval | None
+    p_value: float | None
+
+
+def energy_samples(power: Any) -> tuple[float, ...] | None:
+    """Energy per call per block (J) from a sidecar ``power`` record or a report's ``power``
+    block; None when there are none."""
+    if not isinstance(power, Mapping):
+        return None
+    raw = power.get("energy_samples_j")
+    if raw is None and isinstance(power.get("steady"), Mapping):
+        raw = power["steady"].get("energy_samples_j")
+    if not isinstance(raw, list | tuple):
+        return None
+    vals = tuple(float(v) for v in raw if isinstance(v, int | float) and not isinstance(v, bool) and v > 0)
+    return vals or None
+
+
+def judge_energy(
+    key: str, base: Sequence[float], cur: Sequence[float], settings: Settings | None = None
+) -> EnergyVerdict:
+    """SLOWER (more energy per call), FASTER (less), SAME or AMBIGUOUS, with a reason code."""
+    s = settings or Settings()
+    sb, sc = spread(base), spread(cur)
+    if min(sb.n, sc.n) < s.min_samples:
+        msg = f"{sb.n} baseline and {sc.n} current energy samples; at least {s.min_samples} a side are needed"
+        return EnergyVerdict(key, Verdict.AMBIGUOUS, Reason.TOO_FEW_SAMPLES, msg, sb, sc, None, None)
+    ratio = bootstrap_median_ratio(base, cur, confidence=s.confidence, resamples=s.resamples, seed=s.seed)
+    p = mann_whitney_u(cur, base).p_value
+    verdict, reason = _direction(ratio, p, s)
+    thr = f"{s.threshold * 100:g}%"
+    head = f"energy/call {_ci(ratio)}, p={p:.2g}"
+    if verdict is Verdict.SLOWER:
+        msg = f"more energy per call: {head}"
+    elif verdict is Verdict.FASTER:
+        msg = f"less energy per call: {head}"
+    elif reason is Reason.WITHIN_THRESHOLD:
+        msg = f"{head}: within the {thr} threshold"
+    elif reason is Reason.NOISY:
+        msg = f"{head}: the {s.confidence:.0%} interval is wider than the {thr} threshold"
+    else:
+        msg = f"{head}: past the {thr} threshold but not significant (alpha {s.alpha:g})"
+    return EnergyVerdict(key, verdict, reason, msg, sb, sc, ratio, p)
+
+
+def energy_verdicts(baseline: Side, current: Side, settings: Settings | None = None) -> tuple[EnergyVerdict, ...]:
+    """Energy verdicts of the benchmarks with energy samples on both sides, in baseline order."""
+    b, c = baseline.by_key(), current.by_key()
+    out = []
+    for k, sb in b.items():
+        sc: Samples | None = c.get(k)
+        if sc is not None and sb.energy_j and sc.energy_j:
+            out.append(judge_energy(k, sb.energy_j, sc.energy_j, settings))
+    return tuple(out)
