@@ -159,3 +159,38 @@ def test_merge_of_a_failed_shard_is_written_and_exits_3(fakes, tmp_path: Path, m
     assert m["status"] == "failed" and m["shards"][1]["message"] == "plain pass failed"
     r = merge(capsys, str(s0), "s1", "-o", "m2", "--allow-failed-shards")
     assert r.code == 0
+
+
+H200_SHARDS = TESTS.parent / "fixtures" / "runs" / "h200-shards"
+H200_UUID = "GPU-25a0436b-795b-0afe-263f-57ec955706cb"
+H200_KEYS = [f"mm[M={m},N=4096]" for m in (16, 64, 256, 1024, 2048, 4096)]
+
+
+def test_the_real_h200_merged_run_reads_as_one_run(tmp_path: Path) -> None:
+    from nsightwrap.analysis.load import analyze
+    from nsightwrap.export.markdown import render_markdown
+
+    res = analyze(H200_SHARDS)
+    assert [(b.name, b.shard, b.gpu_uuid) for b in res.benchmarks] == [(k, i % 2, H200_UUID) for i, k in enumerate(H200_KEYS)]
+    assert all(b.timer is not None and b.timer.median_ns > 0 for b in res.benchmarks)
+    # Shard 0 ran every pass, shard 1 the plain pass only: the report says which has what.
+    assert all((b.ncu is not None and b.nsys is not None) == (b.shard == 0) for b in res.benchmarks)
+    assert any(n.startswith("shard 1: no ncu report") for n in res.notes)
+    assert [(s.index, s.status, s.gpu_uuid, s.benchmarks) for s in res.shards] == [(0, "complete", H200_UUID, 3), (1, "complete", H200_UUID, 3)]
+    assert res.shards[0].power_limit_w == 700 and res.shards[0].temperature_c is not None
+    assert res.gpu_variance is None  # shards, not replicas
+    md = render_markdown(res)
+    assert f"| mm\\[M=16,N=4096\\] | {H200_UUID} |" in md and "## Shards" in md
+
+
+def test_the_real_h200_shards_merge_again_and_refuse_gpu_vs_gpu(tmp_path: Path, capsys) -> None:
+    r = merge(capsys, str(H200_SHARDS), "-o", str(tmp_path / "again"))
+    assert r.code == 0, r.err
+    m = manifest(tmp_path / "again")
+    assert m["order"] == H200_KEYS and [s["benchmarks"] for s in m["shards"]] == [H200_KEYS[0::2], H200_KEYS[1::2]]
+    from nsightwrap.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", str(H200_SHARDS), "--gpu-vs-gpu"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "ran no benchmark in common (shard run" in err and "--replicate" in err

@@ -170,3 +170,40 @@ def test_replicate_measures_gpu_to_gpu_variance_and_flags_the_slow_gpu(fakes: Pa
     assert slow_cmp["summary"]["geomean_cycles_ratio"] == pytest.approx(1.0, abs=0.01)
     assert {b["reason"] for b in slow_cmp["benchmarks"]} == {"clock_only"}
     assert by[fake_gpu_uuid(2)]["summary"]["geomean_ratio"] == pytest.approx(1.0, abs=0.01)
+
+
+def test_shard_options_hand_every_option_on_but_the_parents_own() -> None:
+    from nsightwrap.cli.gpus import shard_options
+
+    argv = ["--debug", "profile", "-q", "--gpus", "all", "-o", "run", "--timeout", "60", "--replicate",
+            "--output=x", "--ncu-iters", "2", "--allow-failed-shards", "--", "bench.py", "-o", "mine"]  # fmt: skip
+    assert shard_options(argv, 3) == (["--debug"], ["-q", "--timeout", "60", "--ncu-iters", "2"])
+    assert shard_options(["profile", "--gpus=0,1", "-orun", "bench.py"], 1) == ([], [])
+
+
+def test_ctrl_c_stops_every_shard_and_keeps_what_they_wrote(fakes: Path, tmp_path: Path, monkeypatch) -> None:
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from fake_tools.harness import alive, spawn_profile
+
+    monkeypatch.setenv("SHARD_TARGET_SLEEP", "60")
+    p = spawn_profile(["-o", "run", "--passes", "plain", "--gpus", "0,1", SWEEP], dict(os.environ), tmp_path)
+    run = tmp_path / "run"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not all((run / "shards" / str(i) / "plain" / "stdout.log").is_file() for i in (0, 1)):
+        time.sleep(0.2)
+    time.sleep(1.0)  # the targets are running
+    shard_pids = [int(x) for x in subprocess.run(["pgrep", "-f", "shard_target.py"], capture_output=True, text=True).stdout.split()]
+    assert shard_pids, "no shard target is running"
+    os.kill(p.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches nsightwrap, not the shards' own sessions
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    m = manifest(run)
+    assert m["status"] == "interrupted" and all(s["status"] == "interrupted" for s in m["shards"])
+    assert all(manifest(run / "shards" / str(i))["status"] == "interrupted" for i in (0, 1))
+    assert "interrupted" in err
+    time.sleep(0.5)
+    assert not [pid for pid in shard_pids if alive(pid)]

@@ -18,6 +18,7 @@ from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElaps
 
 from nsightwrap.core.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_TOOL_FAILED, UsageError
 from nsightwrap.run.merge import LOGS_DIR, SHARDS_DIR, merge_in_place
+from nsightwrap.run.profiling import sigterm_as_interrupt
 from nsightwrap.run.rundir import default_run_dir
 from nsightwrap.run.shards import (
     CUDA_VISIBLE_DEVICES,
@@ -116,7 +117,6 @@ class _GpuDisplay:
         line = f"shard {o.job.index}/{o.job.count} on {escape(o.job.gpu.label)}: {mark} ({o.wall_s:.1f} s)"
         if self.progress is not None:
             self.progress.update(self.tasks[o.job.index], state=line.split(": ", 1)[1], completed=1, total=1)
-            self.progress.console.print(line, highlight=False)
         elif not self.quiet or o.status != "complete":
             self.console.print(line, highlight=False)
 
@@ -165,7 +165,8 @@ def run_on_gpus(
     if not g.quiet:
         what = "every benchmark on every GPU" if g.replicate else f"{len(jobs)} shards, one per GPU"
         err.print(escape(f"profiling {what}: {', '.join(s.label for s in slots)}"), highlight=False)
-    with _GpuDisplay(err, jobs, quiet=g.quiet) as display:
+    # SIGTERM (a cancelled CI job) stops the shards as Ctrl-C does.
+    with sigterm_as_interrupt(), _GpuDisplay(err, jobs, quiet=g.quiet) as display:
         outcomes, interrupted = run_shards(jobs, on_state=display.state, on_done=display.done)
     shutil.rmtree(root / "tmp", ignore_errors=True)
     record: dict[int, dict[str, Any]] = {

@@ -158,7 +158,8 @@ class GpuSlot:
     @property
     def label(self) -> str:
         head = f"GPU {self.index}" if self.index is not None else f"GPU {self.visible}"
-        return f"{head} ({self.uuid[:12]})" if self.uuid else head
+        # The UUID's last digits tell the GPUs of one box apart (its first ones often do not).
+        return f"{head} ({self.uuid[:4]}…{self.uuid[-8:]})" if self.uuid and len(self.uuid) > 16 else head
 
 
 _SMI_LINE = re.compile(r"^GPU (\d+): (.+?) \(UUID: ([^)]+)\)\s*$")
