@@ -19,6 +19,7 @@ _LAZY = {
     "benchmark": "nsightwrap.timer",
     "BenchResult": "nsightwrap.timer",
     "Region": "nsightwrap.timer",
+    "label": "nsightwrap.capture.api",
     "load_run": "nsightwrap.notebook",
     "read_ncu": "nsightwrap.notebook",
     "read_nsys": "nsightwrap.notebook",

@@ -21,6 +21,7 @@ from fake_tools.harness import (
     use_fakes,
 )
 
+from nsightwrap.core.contract import capture_boot_dir
 from nsightwrap.run.launch import DEFAULT_NCU_METRICS
 from nsightwrap.run.tools import known_locations
 
@@ -57,24 +58,30 @@ def test_full_run_writes_layout_and_manifest(tmp_path: Path, monkeypatch, capsys
     assert [x["name"] for x in m["passes"]] == ["plain", "ncu", "nsys"]
     assert all(x["status"] == "ok" for x in m["passes"])
     run_abs = str(run)
-    assert p["plain"]["env"] == {"NSIGHTWRAP_RUN_DIR": run_abs, "NSIGHTWRAP_PASS": "plain"}
+    # Every pass loads the capture layer (docs/capture.md): its boot folder first on PYTHONPATH.
+    paths = [capture_boot_dir(), *[q for q in os.environ.get("PYTHONPATH", "").split(os.pathsep) if q]]
+    layer = {"NSIGHTWRAP_CAPTURE": "1", "PYTHONPATH": os.pathsep.join(paths)}
+    assert p["plain"]["env"] == {"NSIGHTWRAP_RUN_DIR": run_abs, "NSIGHTWRAP_PASS": "plain", **layer}
     assert p["ncu"]["env"] == {
         "NSIGHTWRAP_RUN_DIR": run_abs,
         "NSIGHTWRAP_PASS": "ncu",
         "NSIGHTWRAP_NCU_ITERS": "3",
+        **layer,
     }
     assert p["ncu"]["kernels_profiled"] == 18  # the ==PROF== lines of the reference log
     ncu = p["ncu"]["commands"][0]["argv"]
-    assert ncu[:6] == [
+    assert ncu[:8] == [
         str(FAKES / "bin" / "ncu"),
         "--clock-control",
         "none",
         "--nvtx",
         "--nvtx-include",
         "regex:nsightwrap@.*/iter[0-9]+/",
+        "--nvtx-include",  # the first instances of the script's own NVTX ranges, mirrored
+        "regex:nsightwrap_nvtx@.*/iter[0-9]+/",
     ]
-    assert ncu[6] == "--metrics" and ncu[7].split(",") == list(DEFAULT_NCU_METRICS)
-    assert ncu[8:] == ["-o", f"{run_abs}/ncu/report", "-f", sys.executable, T, "--size", "4096"]
+    assert ncu[8] == "--metrics" and ncu[9].split(",") == list(DEFAULT_NCU_METRICS)
+    assert ncu[10:] == ["-o", f"{run_abs}/ncu/report", "-f", sys.executable, T, "--size", "4096"]
     profile_cmd, export_cmd = p["nsys"]["commands"]
     assert profile_cmd["argv"][1:] == [
         "profile", "-t", "cuda,nvtx", "-s", "none", "--cpuctxsw=none", "--cuda-graph-trace=node",
@@ -302,8 +309,9 @@ def test_ncu_zero_kernels_names_the_ranges_nsys_saw(tmp_path: Path, monkeypatch,
     assert r.code == 3
     err = " ".join(r.err.split())
     assert "ncu pass: no kernel was profiled with the NVTX filter 'regex:nsightwrap@.*/iter[0-9]+/'" in err
-    assert "NVTX ranges in the nsys pass: mm_small, mm_small/mm_small/iter<i> (x20), mm_skinny" in err
-    assert "--nvtx-include 'DOMAIN@RANGE/' (repeatable)" in err
+    # Filters in ncu's own syntax, copied from what nsys saw (default-domain push/pop: 'name/').
+    assert "filters for the NVTX ranges of the nsys pass: mm_small/, 'regex:mm_small/mm_small/iter[0-9]+/' (x20), mm_skinny/" in err
+    assert "--nvtx-include FILTER (repeatable; push/pop ranges end in '/', start/end ranges do not" in err
     p = passes(manifest(tmp_path / "run"))
     assert (p["ncu"]["status"], p["ncu"]["kernels_profiled"], p["nsys"]["status"]) == ("failed", 0, "ok")
 

@@ -551,7 +551,7 @@ def reconcile(
     if calls > 1 and nsys is not None and n_ncu and _mode(nsys.kernels_per_iteration) == calls * n_ncu:
         # A graph of `calls` calls per sample in the plain and nsys passes, one call under ncu.
         nsys = per_call(nsys, calls)
-        notes.append(f"nsys iterations hold {calls} calls each (CUDA graph): its figures are per call")
+        notes.append(f"nsys iterations hold {calls} calls each (a CUDA graph or a block of calls): its figures are per call")
     ratio = ratio_raw = None
     if timer is not None and ncu is not None and n_ncu and ncu.normalized_ns and ncu.median_ns:
         ratio = timer.median_ns / ncu.normalized_ns

@@ -19,10 +19,16 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from nsightwrap.cli import app, invoked
 from nsightwrap.cli.doctor_cmd import preflight
 from nsightwrap.cli.gpus import GpuRun, run_on_gpus
-from nsightwrap.core.contract import PASSES, ncu_iteration_filter
+from nsightwrap.core.contract import PASSES, ncu_default_filter, ncu_iteration_filter
 from nsightwrap.core.errors import EXIT_INTERRUPTED, EXIT_NATIVE_CRASH, EXIT_OK, NsightwrapError, UsageError
 from nsightwrap.core.shard import parse_shard
-from nsightwrap.run.launch import DEFAULT_NCU_METRICS, nvtx_include_filter, split_args, target_argv
+from nsightwrap.run.launch import (
+    DEFAULT_NCU_METRICS,
+    nvtx_include_filter,
+    parse_labels,
+    split_args,
+    target_argv,
+)
 from nsightwrap.run.profiling import (
     PROF_KERNEL,
     Problem,
@@ -233,6 +239,22 @@ def profile_command(
     no_analyze: Annotated[
         bool, typer.Option("--no-analyze", help="Do not analyse the run at the end.")
     ] = False,
+    label: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label", metavar="FILE:LINE=NAME",
+            help="Name the timing the script makes at FILE:LINE (a do_bench call, a Timer measurement, "
+            "a start.record()) in the report, without changing the script (repeatable).",
+        ),
+    ] = None,
+    no_capture: Annotated[
+        bool,
+        typer.Option(
+            "--no-capture",
+            help="Do not load the capture layer: only nsightwrap.bench timings and the profilers' view "
+            "(docs/capture.md).",
+        ),
+    ] = False,
     no_checks: Annotated[
         bool, typer.Option("--no-checks", help="Skip the quick checks of nsightwrap doctor before the passes.")
     ] = False,
@@ -270,7 +292,11 @@ def profile_command(
     s = Settings(
         target=tuple(target), argv=tuple(target_argv(target)), passes=names, explicit_passes=explicit,
         timeout_s=timeout, fail_fast=fail_fast, ncu_iters=ncu_iters,
-        nvtx_filter=tuple(nvtx_include_filter(nvtx_include) if nvtx_include else ncu_iteration_filter()),
+        nvtx_filter=tuple(
+            nvtx_include_filter(nvtx_include) if nvtx_include
+            else (ncu_iteration_filter() if no_capture else ncu_default_filter())
+        ),
+        capture=not no_capture, labels=parse_labels(label or []),
         metrics=DEFAULT_NCU_METRICS + tuple(m for m in extra_metrics if m not in DEFAULT_NCU_METRICS),
         section_set=section_set, ncu_extra=tuple(split_args(ncu_args, "--ncu-args")),
         nsys_extra=tuple(split_args(nsys_args, "--nsys-args")), quiet=quiet, verbose=verbose,

@@ -324,6 +324,18 @@ def judge(base: Samples, cur: Samples, settings: Settings = Settings()) -> Bench
         )
 
     n = min(sb.n, sc.n)
+    if sb.n == 1 and sc.n == 1:
+        # A timing that is one number (a captured Timer.timeit Measurement, a single window):
+        # the ratio is shown, but one number per side has no spread to tell a change from noise.
+        r = cur.values_ns[0] / base.values_ns[0] if base.values_ns[0] > 0 else None
+        return result(
+            Verdict.AMBIGUOUS,
+            Reason.TOO_FEW_SAMPLES,
+            "one number per side"
+            + (f" (current / baseline = {r:.3f})" if r is not None else "")
+            + ": no spread to judge a change by; time it with raw samples (do_bench return_mode='all', "
+            "Timer.blocked_autorange, several event windows)",
+        )
     if n < s.min_samples:
         return result(
             Verdict.AMBIGUOUS,

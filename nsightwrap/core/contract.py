@@ -63,3 +63,60 @@ def ncu_iteration_filter(bench: str | None = None) -> list[str]:
     """
     outer = ".*" if bench is None else _ncu_regex_escape(bench)
     return ["--nvtx", "--nvtx-include", f"regex:{NVTX_DOMAIN}@{outer}/{ITER_PREFIX}[0-9]+/"]
+
+
+# --- the zero-change capture layer (nsightwrap/capture, docs/capture.md) ----------------------
+
+#: ``1``: load the capture layer in every Python process of the pass (``nsightwrap profile`` sets
+#: it with ``PYTHONPATH`` starting at ``capture_boot_dir()``); ``0`` or unset: leave it out.
+ENV_CAPTURE = "NSIGHTWRAP_CAPTURE"
+#: Site names given on the command line (``--label FILE:LINE=NAME``), as a JSON object
+#: ``{"FILE:LINE": "NAME"}``.
+ENV_LABELS = "NSIGHTWRAP_LABELS"
+#: Kinds of timing a benchmark can come from (``BenchmarkResult.source["kind"]``).
+SOURCE_KINDS = ("nsightwrap_bench", "do_bench", "do_bench_cudagraph", "torch_benchmark", "cuda_events", "nvtx_range")
+#: NVTX domain of the ranges that mirror a user's own NVTX ranges under the ncu pass (a domain of
+#: its own, so that they never nest inside the ``nsightwrap`` ranges of a captured timing).
+MIRROR_DOMAIN = "nsightwrap_nvtx"
+
+
+def capture_boot_dir() -> str:
+    """The folder put first on ``PYTHONPATH`` to load the capture layer: it holds only a
+    ``sitecustomize.py`` (which chains to any other ``sitecustomize`` on the path)."""
+    import os
+
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "capture", "boot")
+
+
+def safe_range_name(text: str) -> str:
+    """A benchmark or range name usable in ncu filters: no ``/`` or ``@`` (ncu's separators), one
+    space between words."""
+    return " ".join(text.replace("/", "-").replace("@", "-").split()) or "unnamed"
+
+
+def mirror_range_name(path: str) -> str:
+    """Name of the range (domain ``MIRROR_DOMAIN``) that mirrors the user's NVTX range ``path`` (as
+    the parsers write it: ``domain:outer/inner``, no prefix in the default domain) under the ncu
+    pass; instance ``k`` of it is ``nsightwrap_nvtx@<name>/iter<k>/``."""
+    return safe_range_name(path.replace("/", " > "))
+
+
+def ncu_default_filter() -> list[str]:
+    """The ncu filter of a ``profile`` run without ``--nvtx-include``: the iteration ranges of the
+    timer and of captured timings, and the first instances of the user's own NVTX ranges, which
+    the capture layer mirrors under the ncu pass (``--nvtx-include`` filters are OR-ed)."""
+    return [*ncu_iteration_filter(), "--nvtx-include", f"regex:{MIRROR_DOMAIN}@.*/{ITER_PREFIX}[0-9]+/"]
+
+
+def ncu_nvtx_filter(domain: str | None, names: list[str] | tuple[str, ...], kind: str = "pushpop") -> str:
+    """The ``--nvtx-include`` value that selects kernels inside one NVTX range, in ncu's syntax.
+
+    Push/pop ranges (``names``: outermost first) end in ``/``: ``domain@outer/inner/``, or
+    ``outer/inner/`` in the default domain. A start/end range takes no ``/``: ``domain@name``, or
+    ``name`` in the default domain. A missing domain is written as no domain at all (never the
+    ``nan@`` a missing value in a table prints as)."""
+    dom = domain if isinstance(domain, str) and domain else None
+    head = f"{dom}@" if dom else ""
+    if kind == "startend":
+        return head + (names[-1] if names else "")
+    return head + "".join(f"{n}/" for n in names)

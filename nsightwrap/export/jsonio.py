@@ -150,6 +150,8 @@ def _bench(d: Mapping[str, Any]) -> BenchmarkResult:
         shard=d.get("shard"),
         causes=causes,
         notes=tuple(d.get("notes") or ()),
+        source=dict(d["source"]) if isinstance(d.get("source"), Mapping) else {"kind": "nsightwrap_bench"},
+        user_value_ns=None if d.get("user_value_ns") is None else float(d["user_value_ns"]),
         power=power_from_dict(d.get("power")),
     )
 

@@ -151,6 +151,40 @@ def pass_env(run_dir: Path, pass_name: str, extra: Mapping[str, str] | None = No
     return env
 
 
+def capture_layer_env(labels: Mapping[str, str] | None = None, *, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What a pass adds to load the zero-change capture layer into every Python process of the
+    target: ``NSIGHTWRAP_CAPTURE=1`` and ``PYTHONPATH`` starting with its boot folder (kept
+    before the user's own ``PYTHONPATH``, which the layer's sitecustomize chains to), and the
+    ``--label`` names (docs/capture.md)."""
+    import json
+
+    from nsightwrap.core.contract import ENV_CAPTURE, ENV_LABELS, capture_boot_dir
+
+    env = os.environ if base is None else base
+    boot = capture_boot_dir()
+    rest = [p for p in (env.get("PYTHONPATH") or "").split(os.pathsep) if p and p != boot]
+    out = {ENV_CAPTURE: "1", "PYTHONPATH": os.pathsep.join([boot, *rest])}
+    if labels:
+        out[ENV_LABELS] = json.dumps(dict(labels), sort_keys=True)
+    return out
+
+
+def parse_labels(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """``--label FILE:LINE=NAME`` values as (``FILE:LINE``, ``NAME``) pairs; UsageError otherwise."""
+    import re
+
+    out: list[tuple[str, str]] = []
+    for item in items:
+        m = re.fullmatch(r"\s*(.+?):(\d+)\s*=\s*(.*\S)\s*", item)
+        if m is None:
+            raise UsageError(
+                f"--label {item!r} is not FILE:LINE=NAME",
+                hint="e.g. --label bench_mm.py:41=mm_small (the line of the do_bench call or of start.record())",
+            )
+        out.append((f"{m.group(1)}:{m.group(2)}", m.group(3)))
+    return tuple(out)
+
+
 def ncu_argv(
     ncu: str,
     target: Sequence[str],

@@ -36,6 +36,7 @@ from nsightwrap.core.errors import (
 from nsightwrap.run.launch import (
     Command,
     CommandResult,
+    capture_layer_env,
     ncu_argv,
     nsys_argv,
     nsys_export_argv,
@@ -99,12 +100,17 @@ class Settings:
     verbose: bool
     #: ``--shard`` / ``--replicate`` (nsightwrap.run.shards.ShardSpec), or None for a whole run.
     shard: ShardSpec | None = None
+    #: Load the zero-change capture layer into the target's Python processes (``--no-capture``).
+    capture: bool = True
+    #: ``--label FILE:LINE=NAME``: names for captured timings, by site.
+    labels: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "passes": list(self.passes), "timeout_s": self.timeout_s, "fail_fast": self.fail_fast,
             "ncu_iters": self.ncu_iters, "nvtx_filter": list(self.nvtx_filter), "metrics": list(self.metrics),
             "set": self.section_set, "ncu_args": list(self.ncu_extra), "nsys_args": list(self.nsys_extra),
+            "capture": self.capture, "labels": dict(self.labels),
         }  # fmt: skip
 
 
@@ -189,8 +195,12 @@ class Profiler:
     # -- one command ------------------------------------------------------------------------
 
     def _target_env(self) -> dict[str, str]:
-        # The shard every pass of a --shard run gives the target (nothing for a whole run).
-        return self.s.shard.target_env() if self.s.shard else {}
+        # The shard every pass of a --shard run gives the target (nothing for a whole run), and
+        # the capture layer (nsightwrap/capture) loaded into every Python process of it.
+        env = self.s.shard.target_env() if self.s.shard else {}
+        if self.s.capture:
+            env.update(capture_layer_env(dict(self.s.labels)))
+        return env
 
     def _run(
         self, name: str, argv: list[str], env: dict[str, str], deadline: float | None, prefix: str = ""
@@ -404,11 +414,12 @@ class Profiler:
     # -- the end -----------------------------------------------------------------------------
 
     def zero_kernel_problem(self) -> Problem:
-        """No kernel matched the NVTX filter: say so, with the ranges that did exist."""
+        """No kernel matched the NVTX filter: say so, with filters that would match the ranges
+        the nsys pass saw, in ncu's own syntax."""
         filt = " ".join(shlex.quote(a) for a in self.s.nvtx_filter if a != "--nvtx" and a != "--nvtx-include")
         msg = (
             f"ncu pass: no kernel was profiled with the NVTX filter {filt}: the target opened no matching "
-            "range (does it time its kernels with nsightwrap.bench?)"
+            "range (no nsightwrap.bench, no timing the capture layer knows, no NVTX range opened from Python)"
         )
         ranges = self._nvtx_ranges()
         if ranges is None:
@@ -416,8 +427,11 @@ class Profiler:
         elif not ranges:
             seen = "the nsys pass recorded no NVTX range at all"
         else:
-            seen = "NVTX ranges in the nsys pass: " + ", ".join(ranges)
-        hint = f"{seen}; choose the kernels to profile with --nvtx-include 'DOMAIN@RANGE/' (repeatable)"
+            seen = "filters for the NVTX ranges of the nsys pass: " + ", ".join(ranges)
+        hint = (
+            f"{seen}; profile inside ranges with --nvtx-include FILTER (repeatable; push/pop ranges "
+            "end in '/', start/end ranges do not, the default domain has no 'DOMAIN@')"
+        )
         return Problem(PASS_NCU, msg, hint, EXIT_TOOL_FAILED, None)
 
     def _nvtx_ranges(self, limit: int = 12) -> list[str] | None:
@@ -430,16 +444,37 @@ class Profiler:
             ranges = read_nsys(sqlite).ranges
         except NsightwrapError:
             return None
-        # Collapse iter0, iter1, ... into one entry, shown as ncu filter syntax (domain@name).
-        names: dict[str, int] = {}
-        for domain, path in zip(ranges["domain"], ranges["path"], strict=False):
-            name = str(path).split(":", 1)[1] if domain and str(path).startswith(f"{domain}:") else str(path)
-            key = (f"{domain}@" if domain else "") + re.sub(r"iter\d+", "iter<i>", name)
-            names[key] = names.get(key, 0) + 1
-        shown = [f"{k} (x{v})" if v > 1 else k for k, v in list(names.items())[:limit]]
-        if len(names) > limit:
-            shown.append(f"... {len(names) - limit} more")
-        return shown
+        return nvtx_filters_seen(ranges, limit)
+
+
+def nvtx_filters_seen(ranges: Any, limit: int = 12) -> list[str]:
+    """``--nvtx-include`` values, quoted for a shell, that select the NVTX ranges of an nsys
+    ``ranges`` frame (kind, domain, name, path), with how many instances each had: push/pop
+    ``domain@outer/inner/`` (default domain: ``outer/inner/``), start/end ``domain@name``;
+    numbered iterations (``iter0``, ``iter1``) collapse into one ``regex:`` filter."""
+    from nsightwrap.core.contract import ncu_nvtx_filter
+
+    counts: dict[str, int] = {}
+    for kind, domain, name, path in zip(ranges["kind"], ranges["domain"], ranges["name"], ranges["path"], strict=False):
+        dom = domain if isinstance(domain, str) and domain else None
+        text = str(path)
+        if dom and text.startswith(f"{dom}:"):
+            text = text[len(dom) + 1 :]
+        if str(kind) == "startend":
+            f = ncu_nvtx_filter(dom, [str(name)], "startend")
+        else:
+            parts = text.split("/")
+            m = re.fullmatch(r"(.*?)(\d+)", parts[-1]) if len(parts) > 1 else None
+            if m and m.group(1):
+                head = ncu_nvtx_filter(dom, [*parts[:-1], m.group(1)])[:-1]
+                f = "regex:" + re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\1", head) + "[0-9]+/"
+            else:
+                f = ncu_nvtx_filter(dom, parts)
+        counts[f] = counts.get(f, 0) + 1
+    shown = [f"{shlex.quote(k)} (x{v})" if v > 1 else shlex.quote(k) for k, v in list(counts.items())[:limit]]
+    if len(counts) > limit:
+        shown.append(f"... {len(counts) - limit} more")
+    return shown
 
 
 def find_tools(

@@ -1,0 +1,385 @@
+"""Per-process state of the capture layer: the pass, the captured timings, what was not captured.
+
+One ``Layer`` per process (``layer()``), created when the layer is installed. Everything here
+runs inside the user's program, so nothing may raise into it: the layer's own failures are kept
+in ``Layer.errors`` (and in the sidecar) and the user's call then runs as without nsightwrap.
+Standard library only; torch is touched only once the script has imported it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from nsightwrap.core import contract
+
+#: Directories whose frames are never user code: a call from there is the library's own.
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # nsightwrap/
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a timing was made in the user's code."""
+
+    file: str  # absolute path
+    line: int
+    function: str
+
+    @property
+    def basename(self) -> str:
+        return os.path.basename(self.file)
+
+    @property
+    def key(self) -> str:
+        """``file.py:41``: the site as the report and ``--label`` name it."""
+        return f"{self.basename}:{self.line}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "function": self.function}
+
+
+_ABS: dict[str, str] = {}
+
+
+def site_of(frame: Any) -> Site:
+    """The site of ``frame``'s current line."""
+    code = frame.f_code
+    f = _ABS.get(code.co_filename)
+    if f is None:
+        f = _ABS[code.co_filename] = os.path.abspath(code.co_filename)
+    return Site(f, int(frame.f_lineno or 0), code.co_name)
+
+
+@dataclass
+class Capture:
+    """One captured timing: a benchmark of the run (sidecar entry, docs/contracts.md)."""
+
+    name: str
+    kind: str  # contract.SOURCE_KINDS
+    site: Site
+    call: int
+    label: str | None
+    api: str  # what the user called: triton.testing.do_bench, Timer.blocked_autorange, ...
+    t_start: float = field(default_factory=time.time)
+    t_end: float | None = None
+    samples_ns: list[float] = field(default_factory=list)
+    user_value_ns: float | None = None
+    returned: Any = None
+    method: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    status: str = "running"  # running, ok, incomplete (the process ended mid-way)
+
+    @property
+    def nvtx_path(self) -> str:
+        return f"{contract.NVTX_DOMAIN}:{self.name}"
+
+    def source(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "site": self.site.key, "call": self.call, "label": self.label,
+            "file": self.site.file, "line": self.site.line, "function": self.site.function, "api": self.api,
+        }  # fmt: skip
+
+    def to_entry(self) -> dict[str, Any]:
+        """The sidecar entry: the timer's fields (samples per call in ns, method) plus where the
+        timing came from and what the user's code got back."""
+        s = _summary(self.samples_ns)
+        return _json_safe({
+            "name": self.name, "params": {}, "nvtx_path": self.nvtx_path, "iter_prefix": contract.ITER_PREFIX,
+            "timed": bool(self.samples_ns), "samples_ns": list(self.samples_ns), **s,
+            "sm_clock_hz": None, "clock_source": "none", "sample_clock_hz": None, "throttled": 0,
+            "throttle_reasons": [], "method": self.method, "flops": None, "bytes": None, "tflops": None,
+            "gbps": None, "source": self.source(), "user_value_ns": self.user_value_ns,
+            "returned": self.returned, "details": self.details, "status": self.status,
+            "window_s": [self.t_start, self.t_end if self.t_end is not None else time.time()],
+        })  # fmt: skip
+
+
+def _summary(samples: list[float]) -> dict[str, float | int | None]:
+    import statistics
+
+    if not samples:
+        return {"median_ns": None, "min_ns": None, "mean_ns": None, "stdev_ns": None, "iqr_ns": None, "n": 0}
+    q = statistics.quantiles(samples, n=4, method="inclusive") if len(samples) > 1 else [samples[0]] * 3
+    return {
+        "median_ns": statistics.median(samples), "min_ns": min(samples), "mean_ns": statistics.fmean(samples),
+        "stdev_ns": statistics.stdev(samples) if len(samples) > 1 else 0.0, "iqr_ns": q[2] - q[0],
+        "n": len(samples),
+    }  # fmt: skip
+
+
+def _json_safe(v: Any) -> Any:
+    # Strict JSON: NaN and inf become null; tuples lists; anything else its repr.
+    if isinstance(v, float):
+        return v if v == v and v not in (float("inf"), float("-inf")) else None
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    if isinstance(v, dict):
+        return {str(k): _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    try:
+        return _json_safe(float(v))
+    except (TypeError, ValueError):
+        return repr(v)
+
+
+class Layer:
+    """The capture layer of this process."""
+
+    def __init__(self, environ: dict[str, str] | None = None) -> None:
+        env = os.environ if environ is None else environ
+        p = env.get(contract.ENV_PASS)
+        self.pass_name: str | None = p if p in contract.PASSES else None
+        self.run_dir: str | None = env.get(contract.ENV_RUN_DIR) or None
+        try:
+            self.ncu_iters = max(1, int(env.get(contract.ENV_NCU_ITERS, "3")))
+        except ValueError:
+            self.ncu_iters = 3
+        self.labels = _parse_labels(env.get(contract.ENV_LABELS, ""))
+        self.captures: list[Capture] = []
+        self.not_captured: list[dict[str, Any]] = []
+        self.errors: list[dict[str, Any]] = []
+        self.lock = threading.RLock()
+        self._calls: dict[tuple[str, str], int] = {}  # (site key, what) -> calls so far
+        self._label_calls: dict[str, int] = {}
+        self.local = threading.local()
+        self._dirty = False
+        self._last_write = 0.0
+        self._device: dict[str, Any] | None = None
+        self._plain: dict[str, Any] | None = None
+        self.internal_dirs: list[str] = [_PKG_DIR + os.sep]
+        self._names: set[str] = set()
+
+    # -- passes --------------------------------------------------------------------------------
+
+    @property
+    def under_ncu(self) -> bool:
+        return self.pass_name == contract.PASS_NCU
+
+    @property
+    def ranges_on(self) -> bool:
+        """NVTX ranges are opened only where a profiler listens (the ncu and nsys passes)."""
+        return self.pass_name in (contract.PASS_NCU, contract.PASS_NSYS)
+
+    @property
+    def records(self) -> bool:
+        """Timings are kept (and the sidecar written) in the plain pass, or outside a profile run."""
+        return self.pass_name in (contract.PASS_PLAIN, None)
+
+    # -- user code or library ------------------------------------------------------------------
+
+    def add_internal(self, module: Any) -> None:
+        """Frames from ``module``'s package are library code (torch, triton, nvtx)."""
+        f = getattr(module, "__file__", None)
+        if f:
+            d = os.path.dirname(os.path.abspath(f)) + os.sep
+            if d not in self.internal_dirs:
+                self.internal_dirs.append(d)
+
+    def is_internal(self, frame: Any) -> bool:
+        fn = frame.f_code.co_filename
+        return fn.startswith("<frozen") or any(fn.startswith(d) for d in self.internal_dirs)
+
+    # -- naming --------------------------------------------------------------------------------
+
+    def begin(self, kind: str, site: Site, what: str, api: str, label: str | None = None) -> Capture | None:
+        """A new captured timing at ``site``: its call number and name. None when another shard
+        of ``--shard`` owns it (then the call runs as without nsightwrap)."""
+        with self.lock:
+            key = (site.key, what)
+            call = self._calls.get(key, 0) + 1
+            self._calls[key] = call
+            chosen = self.take_label() or self.labels_for(site) or label
+            if chosen:
+                chosen = contract.safe_range_name(chosen)
+                n = self._label_calls.get(chosen, 0) + 1
+                self._label_calls[chosen] = n
+                name = chosen if n == 1 else f"{chosen} #{n}"
+            else:
+                name = contract.safe_range_name(f"{site.key} {what} #{call}")
+            while name in self._names:  # two sites that print alike (same file name in two folders)
+                name += "'"
+            self._names.add(name)
+        try:
+            from nsightwrap.core.shard import in_shard
+
+            if not in_shard(f"{site.key}#{call}"):
+                return None
+        except Exception as exc:  # noqa: BLE001 - a shard problem must not stop the script
+            self.error("shard", exc)
+        cap = Capture(name=name, kind=kind, site=site, call=call, label=chosen, api=api)
+        cap.method["pass"] = self.pass_name or "standalone"
+        return cap
+
+    def labels_for(self, site: Site) -> str | None:
+        for (file, line), name in self.labels.items():
+            if line == site.line and (site.basename == file or site.file.endswith(os.sep + file.lstrip(os.sep))):
+                return name
+        return None
+
+    def take_label(self) -> str | None:
+        """The label set by ``nsightwrap.label`` on this thread: a pending one is used once; one
+        entered as a context manager holds for every timing inside it."""
+        pending = getattr(self.local, "pending_label", None)
+        if pending is not None:
+            self.local.pending_label = None
+            return str(pending)
+        stack = getattr(self.local, "label_stack", None)
+        return str(stack[-1]) if stack else None
+
+    # -- results -------------------------------------------------------------------------------
+
+    def finish(self, cap: Capture) -> None:
+        cap.t_end = time.time()
+        if cap.status == "running":
+            cap.status = "ok"
+        self.add(cap)
+        self.flush(force=True)
+
+    def add(self, cap: Capture) -> None:
+        with self.lock:
+            if cap not in self.captures:
+                self.captures.append(cap)
+            self._dirty = True
+
+    def skip(self, site: Site | None, kind: str, reason: str) -> None:
+        """A timing call the layer did not capture, and why (the report lists them)."""
+        with self.lock:
+            self.not_captured.append({"site": site.key if site else None, "file": site.file if site else None,
+                                      "line": site.line if site else None, "kind": kind, "reason": reason})  # fmt: skip
+            self._dirty = True
+        self.flush(force=True)
+
+    def error(self, where: str, exc: BaseException) -> None:
+        """The layer's own failure: kept, never raised into the script."""
+        with self.lock:
+            if len(self.errors) < 50:
+                self.errors.append({"where": where, "error": f"{type(exc).__name__}: {exc}",
+                                    "traceback": traceback.format_exc(limit=6)})  # fmt: skip
+            self._dirty = True
+
+    # -- sidecar ---------------------------------------------------------------------------------
+
+    def sidecar_path(self) -> str | None:
+        if not self.run_dir or not self.records or self.pass_name is None:
+            return None
+        return os.path.join(self.run_dir, contract.PASS_PLAIN, f"timer-{os.getpid()}-capture.json")
+
+    def flush(self, *, force: bool = False) -> None:
+        """Rewrite the sidecar (at most every 0.25 s unless ``force``): a crash keeps what was
+        captured so far."""
+        path = self.sidecar_path()
+        if path is None or not self._dirty:
+            return
+        now = time.monotonic()
+        if not force and now - self._last_write < 0.25:
+            return
+        try:
+            with self.lock:
+                doc = self.document()
+                self._dirty = False
+            from nsightwrap.core.jsonfile import write_json_atomic
+
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            write_json_atomic(path, doc, indent=1, allow_nan=False)
+            self._last_write = now
+        except Exception as exc:  # noqa: BLE001 - a full disk must not stop the script
+            self.errors.append({"where": "sidecar", "error": f"{type(exc).__name__}: {exc}"})
+
+    def document(self) -> dict[str, Any]:
+        torch = sys.modules.get("torch")
+        entries = [c.to_entry() for c in self.captures if c.samples_ns or c.user_value_ns is not None]
+        return {
+            "format": contract.SIDECAR_FORMAT, "version": contract.SIDECAR_VERSION, "pid": os.getpid(),
+            "producer": "nsightwrap.capture", "device": self.device(),
+            "torch_version": getattr(torch, "__version__", None) if torch else None,
+            "python": sys.version.split()[0], "argv": list(sys.argv),
+            "benchmarks": entries, "not_captured": list(self.not_captured),
+            "capture_errors": [{k: v for k, v in e.items() if k != "traceback"} for e in self.errors],
+        }  # fmt: skip
+
+    def device(self) -> dict[str, Any]:
+        """The GPU the script uses, once it has initialised CUDA (never initialised here)."""
+        if self._device is not None:
+            return self._device
+        torch = sys.modules.get("torch")
+        try:
+            if torch is not None and torch.cuda.is_initialized():
+                i = torch.cuda.current_device()
+                p = torch.cuda.get_device_properties(i)
+                self._device = {
+                    "name": p.name, "index": i, "sm_count": int(p.multi_processor_count),
+                    "l2_bytes": int(getattr(p, "L2_cache_size", 0)) or None,
+                    "uuid": str(getattr(p, "uuid", "") or "") or None,
+                }  # fmt: skip
+                return self._device
+        except Exception as exc:  # noqa: BLE001
+            self.error("device", exc)
+        return {}
+
+    def plain_value(self, name: str) -> Any:
+        """What the call named ``name`` returned in the plain pass (the ncu pass's placeholder)."""
+        if self._plain is None:
+            self._plain = {}
+            if self.run_dir:
+                import glob
+
+                for p in sorted(glob.glob(os.path.join(self.run_dir, contract.PASS_PLAIN, "timer-*-capture.json"))):
+                    try:
+                        with open(p, encoding="utf-8") as f:
+                            doc = json.load(f)
+                        for e in doc.get("benchmarks") or []:
+                            self._plain.setdefault(str(e.get("name")), e)
+                    except (OSError, ValueError, AttributeError):
+                        continue
+        return self._plain.get(name)
+
+
+def _parse_labels(raw: str) -> dict[tuple[str, int], str]:
+    out: dict[tuple[str, int], str] = {}
+    if not raw:
+        return out
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return out
+    for k, v in doc.items() if isinstance(doc, dict) else ():
+        file, _, line = str(k).rpartition(":")
+        if file and line.isdigit():
+            out[(file, int(line))] = str(v)
+    return out
+
+
+_LAYER: Layer | None = None
+
+
+def layer() -> Layer | None:
+    """This process's layer, or None when it is not installed."""
+    return _LAYER
+
+
+def set_layer(value: Layer | None) -> None:
+    global _LAYER
+    _LAYER = value
+
+
+def note_layer_error(where: str, exc: BaseException) -> None:
+    if _LAYER is not None:
+        _LAYER.error(where, exc)
+
+
+@contextmanager
+def guarded(where: str) -> Iterator[None]:
+    """Run layer bookkeeping; a failure is recorded and swallowed (never the user's)."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001
+        note_layer_error(where, exc)

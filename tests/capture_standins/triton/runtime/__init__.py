@@ -1,0 +1,1 @@
+from triton.runtime import driver  # noqa: F401
