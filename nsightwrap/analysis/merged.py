@@ -107,11 +107,16 @@ def shard_keys(b: BenchmarkResult) -> set[str]:
 
 
 def _owned(b: BenchmarkResult, shard: int, owner: Mapping[str, int]) -> bool:
-    # In a sharded run a shard reports the benchmarks dealt to it; what no shard was dealt (the
-    # profilers' view of the target's own ranges) only when nothing at all was dealt.
+    # A shard reports the benchmarks dealt to it. One dealt under no key known here is kept when
+    # it is a captured timing (its key is the capture layer's), and dropped when it comes from the
+    # target's own NVTX ranges or an untimed name, which every shard may see, unless nothing at
+    # all was dealt.
     if not owner:
         return True
-    return any(owner.get(k) == shard for k in shard_keys(b))
+    owners = {owner[k] for k in shard_keys(b) if k in owner}
+    if owners:
+        return shard in owners
+    return str(b.source.get("kind") or "nsightwrap_bench") not in ("nsightwrap_bench", "nvtx_range")
 
 
 def analyze_merged(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") -> RunResult:
