@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 import shutil
 import sqlite3
 import statistics
@@ -127,8 +128,9 @@ def test_zeroing_flush_is_dirty_l2_write_back(causes: RunResult) -> None:
     assert clean.ncu is not None and clean.nsys is not None
     assert ev["ncu_front_end_ns"] == q(clean.ncu.median_ns - clean.nsys.median_ns)  # type: ignore[operator]
     nsys = bench(causes, "gemv_zero_flush").nsys
-    assert nsys is not None and ev["nsys_kernel_ns"] == nsys.median_ns
-    assert p.ns == q(nsys.median_ns - g.ncu_ns + ev["ncu_front_end_ns"])  # type: ignore[operator]
+    # The timeline's mean over the middle half of the iterations, close to the median.
+    assert nsys is not None and ev["nsys_kernel_ns"] == pytest.approx(nsys.median_ns, rel=0.01)
+    assert p.ns == pytest.approx(ev["nsys_kernel_ns"] - g.ncu_ns + ev["ncu_front_end_ns"], abs=0.25)  # type: ignore[operator]
     # 7.3 us of write-back on a 28 us GEMV (DEVICE.md measured 35.6 vs 28.4 us for the same shape).
     assert 6_000 < p.ns < 8_500
     assert ev["loop_flush"] == "zero" and p.actionable
@@ -191,7 +193,8 @@ def test_copy_is_non_kernel_work(example: RunResult) -> None:
 
     copies = [e - s for ops in nsys_iterations(db(EXAMPLE), "copy_1g") for _, s, e, _ in ops]
     assert len(copies) == 52
-    assert part(g, "non_kernel_work") == statistics.median(copies) == 501_185.0
+    assert statistics.median(copies) == 501_185.0
+    assert part(g, "non_kernel_work") == pytest.approx(statistics.median(copies), rel=1e-3)
     assert g.ncu_ns == 0.0 and bench(example, "copy_1g").verdict is Verdict.FLAGGED
 
 
@@ -202,7 +205,11 @@ def test_two_streams_overlap_and_the_join(example: RunResult) -> None:
     ov = part(g, "overlap")
     # Busy time against ncu's serialized kernels at the loop's clock.
     clock = part(g, "clock")
-    assert ov == q(b.nsys.busy_median_ns - (g.ncu_ns + clock))  # type: ignore[operator]
+    (op,) = [p for p in g.parts if p.cause == "overlap"]
+    assert op.evidence["nsys_busy_ns"] == pytest.approx(b.nsys.busy_median_ns, rel=0.01)
+    assert ov == pytest.approx(
+        op.evidence["nsys_busy_ns"] - op.evidence["non_kernel_ns"] - (g.ncu_ns + clock), abs=0.25
+    )  # type: ignore[operator]
     assert ov < 0
     # main.wait_stream(side) before the end event: the side GEMM is inside the window.
     assert not any(p.cause == "missed_work" for p in g.parts)
@@ -214,7 +221,7 @@ def test_side_stream_outliving_the_end_event(causes: RunResult) -> None:
     g = gap(causes, "side_stream")
     (p,) = [p for p in g.parts if p.cause == "missed_work"]
     assert p.ns < -80_000 and p.actionable  # a ~90 us GEMM the timing never saw
-    assert p.message.startswith("your timing misses 86.85 us")
+    assert re.match(r"your timing misses 8\d\.\d\d us", p.message)
     assert "stream wait before the end event in 0%" in str(p.evidence["joined_by"])
     assert "wait_stream" in p.fix
     # From the export: per iteration, how far the last op ran past the timing stream's last op.
@@ -227,9 +234,8 @@ def test_front_end_of_a_short_kernel_under_a_held_queue(example: RunResult) -> N
     g = gap(example, "add_small")
     (p,) = [p for p in g.parts if p.cause == "front_end"]
     ev = p.evidence
-    assert p.ns == q(
-        ev["lead_in_ns"] - ev["host_wait_ns"] - ev["empty_window_subtracted_ns"] - ev["ncu_front_end_ns"]
-    )
+    want = ev["lead_in_ns"] - ev["host_wait_ns"] - ev["empty_window_subtracted_ns"] - ev["ncu_front_end_ns"]
+    assert p.ns == pytest.approx(want, abs=0.25)  # each value rounded to 1/8 ns
     assert 1_000 < p.ns < 1_400 and p.actionable
 
 
@@ -338,7 +344,7 @@ def test_waterfall_markdown_terminal_and_frame(causes: RunResult) -> None:
     assert "| work the timing missed |" in md or "| **work the timing missed** |" in md
     buf = io.StringIO()
     print_report(causes, Console(file=buf, width=140, color_system=None))
-    assert "gap -90.59 us = work the timing missed -86.85 us" in buf.getvalue()
+    assert re.search(r"gap -90\.59 us = work the timing missed -8\d\.\d\d us", buf.getvalue())
     frame = gaps_frame(causes)
     assert list(frame.columns) == list(GAP_COLUMNS)
     sums = frame.groupby("benchmark")["ns"].sum()
@@ -350,3 +356,40 @@ def test_notebook_documents_the_gap_frame() -> None:
     from test_notebook import doc_columns
 
     assert doc_columns("Run.gaps()") == list(GAP_COLUMNS)
+
+
+def test_timeline_windows_match_the_nsys_pass_timings(causes: RunResult) -> None:
+    # Where a run has no nsys-pass timings, the profiler part reads the windows off the nsys
+    # timeline. On this run both exist: the timeline's windows agree with the nsys pass's own
+    # event timings within 3% on every benchmark of a microsecond or more.
+    from nsightwrap.analysis.decompose import nsys_timelines
+    from nsightwrap.analysis.iterations import nsys_iterations
+    from nsightwrap.analysis.reconcile import BenchmarkSpec
+    from nsightwrap.parsers.nsys import read_nsys
+
+    rep = read_nsys(CAUSES / "nsys" / "report.sqlite.gz")
+    specs = [BenchmarkSpec(b.name, b.nvtx_path, timer=b.timer) for b in causes.benchmarks]
+    timelines = nsys_timelines(
+        nsys_iterations(rep.ops, rep.ranges, rep.attribution, specs, rep.event_calls), specs
+    )
+    for b, tl in zip(causes.benchmarks, timelines, strict=True):
+        assert tl is not None and b.timer is not None
+        own = causes_run_sidecar("nsys", b.name)
+        calls = own["method"]["calls_per_sample"]
+        missed = any(p.cause == "missed_work" for p in (b.gap.parts if b.gap else ()))
+        window = (tl.window_unjoined_ns if missed else tl.window_joined_ns) / calls
+        window -= (own["method"].get("overhead_ns") or 0.0) / calls
+        assert window == pytest.approx(own["median_ns"], rel=0.03, abs=250), b.name
+
+
+def test_a_gpu_measured_clock_contradicted_by_the_cupti_reading(tmp_path: Path) -> None:
+    run = ROOT / "fixtures" / "runs" / "h200-clock-sweep"
+    if not (run / "manifest.json").is_file():
+        pytest.skip("fixtures/runs/h200-clock-sweep is not in this checkout")
+    b = bench(analyze(run), "mm_square")
+    assert b.timer is not None and b.timer.kernel_ns is not None and b.gap is not None
+    # The probe read 1.36 GHz; ncu at its 1.60 GHz is 175.9 us, carried to 1.36 GHz 207 us; the
+    # plain pass's own CUPTI reading of the kernel, 183 us, sides with ncu's clock.
+    assert not any(p.cause == "clock" for p in b.gap.parts)
+    assert any("contradicted" in n and "in the plain pass (CUPTI)" in n for n in b.notes)
+    assert b.verdict is Verdict.OK

@@ -52,6 +52,7 @@ from nsightwrap.analysis.model import (
     NsysStats,
     TimerStats,
 )
+from nsightwrap.core import intervals
 
 #: Values are multiples of 1/QUANTUM ns: sums of such values are exact in binary floating point.
 QUANTUM = 8.0
@@ -97,7 +98,12 @@ def _med(values: Sequence[float] | np.ndarray) -> float | None:
 
 @dataclass(frozen=True)
 class Timeline:
-    """One benchmark's nsys iterations as the event window sees them (medians per iteration, ns).
+    """One benchmark's nsys iterations as the event window sees them (ns per iteration).
+
+    The additive figures are means over the middle half of the iterations ranked by window
+    length (an interquartile mean): robust to an odd stalled iteration, and, taken over the same
+    iterations, they add up the way one window does (medians of parts do not add up to the
+    median window).
 
     The window of an iteration starts when its start event can run: when the timing stream's
     previous op ended, or when the host opened the iteration range if the GPU was idle by then.
@@ -118,6 +124,11 @@ class Timeline:
     window_joined_ns: float  # the window if the end event waited for every stream
     window_unjoined_ns: float  # the window if it waited for the timing stream only
     max_ops: int
+    kernel_ns: float = 0.0  # kernel durations (CUPTI)
+    non_kernel_ns: float = 0.0  # memcpy + memset durations
+    busy_ns: float = 0.0  # union of every op's interval
+    op_sum_ns: float = 0.0  # sum of every op's duration
+    span_ns: float = 0.0  # first op start to last op end
     #: Share of iterations where the host made a stream wait on an event between the iteration's
     #: last launch and its end-event record (the side streams were joined back); None without
     #: event calls in the export.
@@ -246,20 +257,34 @@ def nsys_timelines(found: NsysIterations, specs: Sequence[Any]) -> list[Timeline
     it["waited"] = waited
     it["event_calls"] = np.isfinite(rec_s) & np.isfinite(rec_e)
     it["dry"] = (it["host_head"] > 0) | (it["host_gap"] > 0) | (it["tail"] > 0)
-    med = it.groupby("spec").agg(
-        iterations=("head", "size"),
-        head=("head", "median"),
-        host_head=("host_head", "median"),
-        gap=("gap", "median"),
-        host_gap=("host_gap", "median"),
-        tail=("tail", "median"),
-        dry=("dry", "mean"),
-        side_tail=("side_tail", "median"),
-        w_joined=("w_joined", "median"),
-        w_unjoined=("w_unjoined", "median"),
-        max_ops=("n_ops", "max"),
-        waited=("waited", "mean"),
-        event_calls=("event_calls", "mean"),
+    dur = pd.Series(p["duration_ns"].to_numpy(dtype=float))
+    is_kernel = (p["kind"].astype(str) == "kernel").to_numpy()
+    by = p["range_id"]
+    it["k_sum"] = dur.where(is_kernel, 0.0).groupby(by, sort=False).sum()
+    it["nk_sum"] = dur.where(~is_kernel, 0.0).groupby(by, sort=False).sum()
+    it["op_sum"] = dur.groupby(by, sort=False).sum()
+    it["busy"] = intervals.union_by_group(p, "range_id").reindex(it.index).astype(float)
+    it["span"] = it["last_end"] - it["first_start"]
+    # Every additive figure is a mean over the same iterations, the middle half by window length:
+    # robust to the odd stalled iteration, and the figures of one window add up (medians do not).
+    rank = it.groupby("spec")["w_joined"].rank(method="first")
+    size = it.groupby("spec")["w_joined"].transform("size")
+    cut = np.floor(size / 4)
+    mid = it[(rank > cut) & (rank <= size - cut)]
+    additive = ["head", "host_head", "gap", "host_gap", "tail", "side_tail", "w_joined", "w_unjoined",
+                "k_sum", "nk_sum", "op_sum", "busy", "span"]  # fmt: skip
+    med = (
+        mid.groupby("spec")[additive]
+        .mean()
+        .join(
+            it.groupby("spec").agg(
+                iterations=("head", "size"),
+                dry=("dry", "mean"),
+                max_ops=("n_ops", "max"),
+                waited=("waited", "mean"),
+                event_calls=("event_calls", "mean"),
+            )  # fmt: skip
+        )
     )
     positions = _kernel_positions(p)
     out: list[Timeline | None] = []
@@ -285,6 +310,11 @@ def nsys_timelines(found: NsysIterations, specs: Sequence[Any]) -> list[Timeline
                 window_joined_ns=float(m["w_joined"]),
                 window_unjoined_ns=float(m["w_unjoined"]),
                 max_ops=int(m["max_ops"]),
+                kernel_ns=float(m["k_sum"]),
+                non_kernel_ns=float(m["nk_sum"]),
+                busy_ns=float(m["busy"]),
+                op_sum_ns=float(m["op_sum"]),
+                span_ns=float(m["span"]),
                 joined_share=None if not math.isfinite(float(m["waited"])) else float(m["waited"]),
                 event_call_share=float(m["event_calls"]),
                 kernel_position_ns=ns,
@@ -294,7 +324,9 @@ def nsys_timelines(found: NsysIterations, specs: Sequence[Any]) -> list[Timeline
     return out
 
 
-def _event_calls_around(calls: pd.DataFrame | None, it: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _event_calls_around(
+    calls: pd.DataFrame | None, it: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per iteration, on its thread: the end of the last event record before its first launch
     (the start event), the end of the first event record after its last launch (the end event),
     and whether a stream wait came between its last launch and that record (1.0 / 0.0; NaN where
@@ -328,7 +360,9 @@ def _event_calls_around(calls: pd.DataFrame | None, it: pd.DataFrame) -> tuple[n
         j = np.searchsorted(rs, last[rows], side="left")
         ok = j < rs.size
         rec_e[rows[ok]] = re_[j[ok]]
-        between = np.searchsorted(waits, rs[j[ok]], side="left") - np.searchsorted(waits, last[rows][ok], side="right")
+        between = np.searchsorted(waits, rs[j[ok]], side="left") - np.searchsorted(
+            waits, last[rows][ok], side="right"
+        )
         waited[rows[ok]] = (between > 0).astype(float)
     return rec_s, rec_e, waited
 
@@ -620,7 +654,17 @@ class _Clock:
     note: str | None
 
 
-def _clock(inp: GapInputs, ncu: NcuStats, n: float, k_loop: float | None) -> _Clock:
+def _clock(
+    inp: GapInputs,
+    ncu: NcuStats,
+    n: float,
+    k_loop: float | None,
+    matched: bool = False,
+    check_plain: bool = True,
+) -> _Clock:
+    """The clock part. The loop's clock is checked against the kernels' own durations in the
+    loop (nsys, else the plain pass's CUPTI reading): a clock read from the host always, a clock
+    measured on the GPU where the loop's cache state is ncu's (so only the clock can differ)."""
     ref = inp.ref_clock_hz
     if ref is None or not ncu.kernels:
         return _Clock(None, n, None, None)
@@ -628,12 +672,17 @@ def _clock(inp: GapInputs, ncu: NcuStats, n: float, k_loop: float | None) -> _Cl
     at_ref = _med([sum(_at_clock(k, ref) for k in ks) for ks in per.values()]) or n
     trusted = any(s in inp.ref_clock_source for s in TRUSTED_CLOCK_SOURCES)
     note = None
-    if not trusted and k_loop is not None and abs(k_loop - n) < abs(k_loop - at_ref):
-        # The host-read clock says the loop ran at `ref`, but the kernels' own durations under
-        # nsys match ncu at its clocks better: the sampled clock is not the clock under load.
+    own, where = k_loop, "under nsys"
+    if own is None and check_plain and inp.timer is not None and inp.timer.kernel_ns:
+        own, where = inp.timer.kernel_ns, "in the plain pass (CUPTI)"
+    given = "given" in inp.ref_clock_source or inp.ref_clock_source in ("boost", "base")
+    check = own is not None and not given and (not trusted or matched)
+    if check and own is not None and abs(own - n) < abs(own - at_ref):
+        # The clock says the loop ran at `ref`, but the kernels' own durations match ncu at its
+        # clocks better: that is not the clock these kernels ran at.
         note = (
             f"the reference clock {_ghz(ref)} ({inp.ref_clock_source}) is contradicted by the kernels' own durations: "
-            f"under nsys they took {_us(k_loop)}, ncu {_us(n)} at its {_ghz(ncu.sm_clock_hz)} and {_us(at_ref)} "
+            f"{where} they took {_us(own)}, ncu {_us(n)} at its {_ghz(ncu.sm_clock_hz)} and {_us(at_ref)} "
             f"carried to {_ghz(ref)}; the decomposition keeps ncu's clocks (give --clock-ref HZ to override)"
         )
         return _Clock(None, n, None, note)
@@ -745,12 +794,30 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
     k_loop = (
         nsys.median_ns if nsys is not None and nsys.median_ns and any(nsys.kernels_per_iteration) else None
     )
+    # nsys figures per call: the timeline's means where it exists (they add up window by window),
+    # else the medians of NsysStats.
+    nsys_busy = nsys_nk = nsys_ops = None
+    if nsys is not None:
+        nsys_busy, nsys_nk, nsys_ops = nsys.busy_median_ns, _med(nsys.non_kernel_ns), _med(nsys.op_sum_ns)
+    if tl is not None:
+        if k_loop is not None:
+            k_loop = tl.kernel_ns / calls
+        nsys_busy, nsys_nk, nsys_ops = tl.busy_ns / calls, tl.non_kernel_ns / calls, tl.op_sum_ns / calls
     parts: list[GapPart] = []
     notes: list[str] = []  # shown with the benchmark's notes
     details: list[str] = []  # kept with the decomposition only
 
     # 1. clock
-    clk = _clock(inp, ncu, n, k_loop) if has_kernels else _Clock(None, n, None, None)
+    loop_state, ncu_state, flush = cache_states(m, kind, inp.ncu_cache_control)
+    # The kernels' own durations say which clock they ran at only where nothing else differs:
+    # the same cache state, one stream (concurrent kernels stretch each other).
+    single = nsys is None or nsys.streams <= 1
+    k_own = k_loop if single else None
+    clk = (
+        _clock(inp, ncu, n, k_own, loop_state == ncu_state and single, check_plain=single)
+        if has_kernels
+        else _Clock(None, n, None, None)
+    )
     if clk.part is not None:
         parts.append(clk.part)
     if clk.note:
@@ -758,7 +825,6 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
     n_x = clk.n_x
 
     # 2. cache state, and ncu's front-end time beyond CUPTI (F), first kernel and the rest
-    loop_state, ncu_state, flush = cache_states(m, kind, inp.ncu_cache_control)
     overlap_mode = _overlapping(nsys)
     f_first = f_rest = 0.0
     f_source = "none"
@@ -888,9 +954,9 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
             )
             parts.append(_part("gaps", gap - host_gap - f_rest, ev, msg, inp))
     if nsys is not None and overlap_mode:
-        busy = nsys.busy_median_ns or 0.0
-        nk = _med(nsys.non_kernel_ns) or 0.0
-        ev = {"nsys_busy_ns": busy, "nsys_op_sum_ns": _med(nsys.op_sum_ns), "non_kernel_ns": nk,
+        busy = nsys_busy or 0.0
+        nk = nsys_nk or 0.0
+        ev = {"nsys_busy_ns": busy, "nsys_op_sum_ns": nsys_ops, "non_kernel_ns": nk,
               "ncu_serialized_ns": n_x, "streams": nsys.streams}  # fmt: skip
         msg = (
             f"ops ran concurrently on {nsys.streams} streams: the GPU was busy {_us(busy)} with work that ncu "
@@ -898,11 +964,15 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
         )
         parts.append(_part("overlap", busy - nk - n_x, ev, msg, inp))
     elif nsys is not None and nsys.streams > 1:
-        ovl = _med([b - o for b, o in zip(nsys.busy_ns, nsys.op_sum_ns, strict=True)]) or 0.0
+        ovl = (
+            (nsys_busy or 0.0) - (nsys_ops or 0.0)
+            if tl is not None
+            else (_med([b - o for b, o in zip(nsys.busy_ns, nsys.op_sum_ns, strict=True)]) or 0.0)
+        )
         if ovl:
             ev = {
-                "nsys_busy_ns": nsys.busy_median_ns,
-                "nsys_op_sum_ns": _med(nsys.op_sum_ns),
+                "nsys_busy_ns": nsys_busy,
+                "nsys_op_sum_ns": nsys_ops,
                 "streams": nsys.streams,
             }
             parts.append(
@@ -911,7 +981,7 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
 
     # 6. non-kernel work
     if nsys is not None and any(v > 0 for v in nsys.non_kernel_ns):
-        nk = _med(nsys.non_kernel_ns) or 0.0
+        nk = nsys_nk or 0.0
         copies = max(set(nsys.memcpy_per_iteration), key=nsys.memcpy_per_iteration.count)
         sets = max(set(nsys.memset_per_iteration), key=nsys.memset_per_iteration.count)
         ev = {"non_kernel_ns": nk, "memcpy_per_iteration": copies, "memset_per_iteration": sets,
@@ -923,6 +993,10 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
 
     # 7. work the timing missed
     t_pass = inp.nsys_timer_ns if inp.nsys_timer_ns is not None else t
+    missed_work = False
+    # A host clock read around a synchronized block (torch.utils.benchmark): the window is the
+    # iteration range itself, which the capture layer opens and closes at those reads.
+    host_timed = str(m.get("timing") or "").startswith("host") or kind == "torch_benchmark"
     if tl is not None and tl.side_tail_ns > 0:
         joined = tl.window_joined_ns / calls - ov
         unjoined = tl.window_unjoined_ns / calls - ov
@@ -941,6 +1015,7 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
         ev = {"side_work_after_timing_stream_ns": tl.side_tail_ns / calls, "window_if_joined_ns": joined,
               "window_if_not_joined_ns": unjoined, "timing_ns": t_pass,
               "timing_from": "nsys pass" if inp.nsys_timer_ns is not None else "plain pass", "joined_by": rule}  # fmt: skip
+        missed_work = missed
         if missed:
             size = tl.side_tail_ns / calls
             msg = (
@@ -962,6 +1037,26 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
             "the parts measured under nsys are that much longer"
         )
         parts.append(_part("profiler_overhead", t - inp.nsys_timer_ns, ev, msg, inp))
+    elif tl is not None and tl.dry_share >= 0.5 and (tl.event_call_share >= 0.5 or host_timed):
+        # No timings of the nsys pass, but its timeline gives the windows themselves (event
+        # records and GPU ops; on the H200 captures within 3% of the nsys pass's own event
+        # timings). Only where the queue ran dry: nsys slows the host's launches, which then
+        # stretch every window; with a held queue the GPU-side windows match the plain run.
+        window = (tl.window_unjoined_ns if missed_work else tl.window_joined_ns) / calls - ov
+        if window > t:
+            src = (
+                "nsys timeline (the iteration range's host times, ops)"
+                if host_timed and tl.event_call_share < 0.5
+                else ("nsys timeline (event records, ops)")
+            )
+            ev = {"plain_timing_ns": t, "nsys_window_ns": window, "window_from": src,
+                  "queue_ran_dry_share": round(tl.dry_share, 4)}  # fmt: skip
+            msg = (
+                f"under nsys the same windows lasted {_us(window)} per call (its timeline: event records and GPU ops) "
+                f"against {_us(t)} in the plain pass: nsys slowed the host's launches, and the parts measured "
+                "under nsys are that much longer"
+            )
+            parts.append(_part("profiler_overhead", t - window, ev, msg, inp))
 
     parts.sort(key=lambda p: PART_ORDER.index(p.cause))
     residual = total - math.fsum(p.ns for p in parts)  # exact: every term is a multiple of 1/QUANTUM
