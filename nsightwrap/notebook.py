@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from nsightwrap.analysis.frames import benchmarks_frame, kernels_frame
+from nsightwrap.analysis.frames import benchmarks_frame, gaps_frame, kernels_frame
 from nsightwrap.analysis.model import BenchmarkResult, RunResult
 from nsightwrap.core.errors import InputNotFound, ReportParseError
 from nsightwrap.parsers.kind import ReportKind, detect
@@ -76,6 +76,11 @@ class Run:
         """One row per kernel ncu profiled in a measured iteration (columns: docs/notebook.md,
         ``analysis.frames.KERNEL_COLUMNS``)."""
         return kernels_frame(self.result)
+
+    def gaps(self) -> pd.DataFrame:
+        """One row per part of each benchmark's gap (timer - ncu), residual included (columns:
+        docs/notebook.md, ``analysis.frames.GAP_COLUMNS``)."""
+        return gaps_frame(self.result)
 
     def _repr_html_(self) -> str:
         # Jupyter shows the same self-contained page as `nsightwrap report --format html`.

@@ -43,6 +43,8 @@ def sidecar_from_events(events: dict) -> dict:
                     "hold_queue": False,
                     "cuda_graph": False,
                 },
+                # The workload's own event loop (no nsightwrap timer), as the capture layer records it.
+                "source": {"kind": "cuda_events", "site": "workload.py", "label": name},
                 "flops": b["flops"],
                 "bytes": b["bytes"],
             }

@@ -40,7 +40,7 @@ def test_table_and_strict(run_dir: Path) -> None:
     assert "mm_small" in r.stdout and "FLAGGED" in r.stdout
     strict = run("report", run_dir, "--strict", "-f", "json")  # JSON on stdout, exit 1
     assert strict.returncode == 1
-    assert json.loads(strict.stdout)["benchmarks"][2]["verdict"] == "flagged"
+    assert json.loads(strict.stdout)["benchmarks"][0]["verdict"] == "flagged"
 
 
 def test_files_and_options(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

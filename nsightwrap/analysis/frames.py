@@ -66,9 +66,20 @@ KERNEL_COLUMNS: dict[str, str] = {
     "base_sm_clock_hz": "SM clock under that pass",
 }
 
+#: Columns of ``gaps_frame``, in order: name -> what it holds.
+GAP_COLUMNS: dict[str, str] = {
+    "benchmark": "the benchmark whose gap (timer - ncu at its own clocks) this row is a part of",
+    "cause": "the part: `clock`, `cache_state`, `front_end`, `launch_overhead`, `gaps`, `overlap`, "
+    "`non_kernel_work`, `missed_work`, `profiler_overhead`, or `residual` (what no measurement explains)",
+    "ns": "its size, per call (positive: the timing is longer than ncu); a benchmark's rows sum to its gap",
+    "actionable": "whether the timing method can change it (the verdict weighs these and the residual)",
+    "fix": "what to do about it, in the terms of the method that timed the benchmark",
+}
+
 _INT_COLUMNS = {"timer_n", "iteration"}
 _TEXT_COLUMNS = {"name", "source", "verdict", "causes", "timer_clock_source", "ref_clock_source", "benchmark",
-                 "kernel", "kernel_short", "clock_model", "elasticity_source"}  # fmt: skip
+                 "kernel", "kernel_short", "clock_model", "elasticity_source", "cause", "fix"}  # fmt: skip
+_BOOL_COLUMNS = {"actionable"}
 _OBJECT_COLUMNS = {"params"}
 
 
@@ -82,6 +93,8 @@ def _typed(rows: list[dict[str, Any]], columns: dict[str, str]) -> pd.DataFrame:
             dtypes[c] = "Int64"
         elif c in _TEXT_COLUMNS:
             dtypes[c] = "string"
+        elif c in _BOOL_COLUMNS:
+            dtypes[c] = "boolean"
         elif c not in _OBJECT_COLUMNS:
             dtypes[c] = "float64"
     return frame.astype(dtypes)
@@ -147,3 +160,16 @@ def kernels_frame(run: RunResult) -> pd.DataFrame:
     model (columns: ``KERNEL_COLUMNS``)."""
     rows = [_kernel_row(b.name, k) for b in run.benchmarks if b.ncu is not None for k in b.ncu.kernels]
     return _typed(rows, KERNEL_COLUMNS)
+
+
+def gaps_frame(run: RunResult) -> pd.DataFrame:
+    """One row per measured part of each benchmark's gap, then its residual (columns:
+    ``GAP_COLUMNS``); a benchmark's ``ns`` sum to its gap, timer - ncu at ncu's clocks."""
+    rows: list[dict[str, Any]] = []
+    for b in run.benchmarks:
+        if b.gap is None:
+            continue
+        for p in b.gap.parts:
+            rows.append({"benchmark": b.name, "cause": p.cause, "ns": p.ns, "actionable": p.actionable, "fix": p.fix})
+        rows.append({"benchmark": b.name, "cause": "residual", "ns": b.gap.residual_ns, "actionable": False, "fix": ""})
+    return _typed(rows, GAP_COLUMNS)

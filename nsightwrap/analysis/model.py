@@ -44,6 +44,10 @@ class CauseCode(str, Enum):
     EXTRA_OR_MISSING_KERNELS = "extra_or_missing_kernels"
     PROFILER_OVERHEAD = "profiler_overhead"
     UNEXPLAINED = "unexplained"
+    #: Parts of the gap's decomposition (``Gap``) that became causes in version 2.
+    FRONT_END = "front_end"  # event and dispatch cost in every window beyond what ncu counts
+    GAPS = "gaps"  # idle time between the benchmark's ops beyond their dispatch
+    MISSED_WORK = "missed_work"  # work launched in the window that ended after the end event
 
 
 class ClockModel(str, Enum):
@@ -191,7 +195,11 @@ class GapPart:
 
 @dataclass(frozen=True)
 class Gap:
-    """timer - ncu (ncu at its own clock) = sum of the parts + residual, exactly."""
+    """timer - ncu (ncu at its own clock) = sum of the parts + residual, exactly.
+
+    Every value is rounded to 1/8 ns, so the sum is exact in binary floating point in any order
+    (analysis/decompose.py; docs/reconciliation.md).
+    """
 
     total_ns: float
     parts: tuple[GapPart, ...]
@@ -202,6 +210,9 @@ class Gap:
 class Roofline:
     """Achieved FLOP/s and bytes/s of one benchmark against the measured (or datasheet) roofs."""
 
+    #: Whether the part is something the user's timing method can change (the verdict weighs
+    #: these and the residual); clock, gaps, overlap and profiler overhead are not.
+    actionable: bool = False
     flops: float | None
     bytes: float | None
     flops_per_s: float | None
@@ -211,6 +222,12 @@ class Roofline:
     roof_pct: float | None  # % of the roof that applies at this intensity
     peak_source: str  # "measured", "datasheet" or "none"
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: The two ends of the gap: the timer's median per call and ncu's per-iteration median.
+    timer_ns: float | None = None
+    ncu_ns: float | None = None
+    #: Which measurements of the run existed for this benchmark (name -> what it was, or None
+    #: where it was missing): a part whose measurement is missing is left out, never guessed.
+    measurements: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

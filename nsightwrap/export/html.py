@@ -12,6 +12,7 @@ from nsightwrap.analysis.model import BenchmarkResult, KernelTiming, RunResult, 
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export import shards
 from nsightwrap.export.escape import html as esc
+from nsightwrap.export.gap_html import gap_html
 from nsightwrap.export.power_html import power_html
 
 _CSS = """
@@ -215,6 +216,7 @@ def render_html(result: RunResult) -> str:
     clock = _clock_chart(result)
     if clock:
         parts += ["<h2>SM clock, plain pass</h2>", f"<div class='chart'>{clock}</div>"]
+    parts += gap_html(result)
     parts += power_html(result)
     parts += ["<h2>Environment</h2>", _kv_table(f.environment_items(result))]
     if result.environment.command:

@@ -34,6 +34,7 @@ from nsightwrap.analysis.model import (
 )
 from nsightwrap.core.contract import REPORT_FORMAT
 from nsightwrap.core.errors import FormatVersionError, ReportParseError
+from nsightwrap.export.gap_json import gap_from_dict
 from nsightwrap.export.power_json import power_from_dict
 from nsightwrap.export.shards import shards_from_dict, variance_from_dict
 
@@ -153,6 +154,7 @@ def _bench(d: Mapping[str, Any]) -> BenchmarkResult:
         source=dict(d["source"]) if isinstance(d.get("source"), Mapping) else {"kind": "nsightwrap_bench"},
         user_value_ns=None if d.get("user_value_ns") is None else float(d["user_value_ns"]),
         power=power_from_dict(d.get("power")),
+        gap=gap_from_dict(d.get("gap")),
     )
 
 

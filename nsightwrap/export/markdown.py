@@ -11,6 +11,7 @@ from nsightwrap.analysis.model import BenchmarkResult, RunResult
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export import shards
 from nsightwrap.export.escape import html, md_cell
+from nsightwrap.export.gap_markdown import gap_markdown
 from nsightwrap.export.power_markdown import power_markdown
 
 
@@ -109,6 +110,7 @@ def render_markdown(result: RunResult) -> str:
     notes += [f"**{md_cell(f.label(b))}**: {md_cell(n)}" for b in result.benchmarks for n in b.notes]
     if notes:
         out += ["## Notes", "", *(f"- {n}" for n in notes), ""]
+    out += gap_markdown(result)
     out += power_markdown(result)
     out += ["## Environment", "", *_environment(result), ""]
     if result.environment.command:

@@ -19,6 +19,7 @@ from rich.text import Text
 from nsightwrap.analysis.model import BenchmarkResult, RunResult, Verdict
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export import shards
+from nsightwrap.export.gap_terminal import print_gap_line
 from nsightwrap.export.power_terminal import print_power
 
 _STYLE = {Verdict.OK: "green", Verdict.FLAGGED: "bold red"}
@@ -158,6 +159,7 @@ def print_report(result: RunResult, console: Console) -> None:
     for b in result.flagged:
         console.print()
         console.print(Text.assemble((f.label(b), "bold red"), f": ratio {f.ratio(b.ratio)} (raw {f.ratio(b.ratio_raw)})"))
+        print_gap_line(b, console)
         for c in b.causes:
             console.print(_labelled(Text(f"{c.code.value}:", style="bold"), Text(c.message), 2))
             # Evidence items are packed whole, so "3.14 us" never splits across lines.

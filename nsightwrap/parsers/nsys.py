@@ -61,6 +61,10 @@ RANGE_COLUMNS = [
     "range_id", "kind", "domain", "name", "path", "start_ns", "end_ns", "global_tid",
     "end_global_tid", "depth",
 ]  # fmt: skip
+EVENT_CALL_COLUMNS = ["call", "tid", "start_ns", "end_ns"]
+#: API name patterns of ``event_calls``, and the ``call`` each becomes.
+_EVENT_CALLS = (("cudaEventRecord%", "record"), ("cuEventRecord%", "record"), ("cudaStreamWaitEvent%", "wait"),
+                ("cuStreamWaitEvent%", "wait"))  # fmt: skip
 SUMMARY_COLUMNS = [
     "range", "ops", "kernels", "memcpy", "memset", "gpu_time_ns", "busy_ns", "span_ns",
     "instances", "graphs", "domain", "depth",
@@ -77,6 +81,9 @@ class NsysReport:
     attribution: pd.DataFrame
     #: META_DATA_EXPORT of the file (nsys version, schema version), where present.
     meta: dict[str, str] = field(default_factory=dict)
+    #: CUDA calls that shape an event window, one row each (``EVENT_CALL_COLUMNS``): event records
+    #: (``record``) and stream waits on an event (``wait``), with their thread and host times.
+    event_calls: pd.DataFrame = field(default_factory=lambda: _empty(EVENT_CALL_COLUMNS))
 
     @property
     def has_nvtx(self) -> bool:
@@ -104,11 +111,35 @@ def read_nsys(path: str | Path, *, detail: bool = True) -> NsysReport:
             ops = _read_ops(con, tables, strings, detail)
             ranges = _read_ranges(con, tables, detail)
             meta = _read_meta(con, tables)
+            events = _read_event_calls(con, tables) if detail else _empty(EVENT_CALL_COLUMNS)
         except sqlite3.DatabaseError as exc:
             raise ReportParseError(
                 f"{p} is not a readable SQLite database ({exc}; truncated or corrupt?); {REEXPORT}"
             ) from exc
-    return NsysReport(path=p, ops=ops, ranges=ranges, attribution=attribute(ops, ranges), meta=meta)
+    return NsysReport(
+        path=p, ops=ops, ranges=ranges, attribution=attribute(ops, ranges), meta=meta, event_calls=events
+    )
+
+
+def _read_event_calls(con: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
+    """Event records and stream waits (``event_calls``): where an event window starts and ends on
+    the host, and which streams were joined (the gap decomposition reads them)."""
+    rcols = _columns(con, RUNTIME) if RUNTIME in tables else set()
+    if not {"globalTid", "start", "end", "nameId"} <= rcols or "StringIds" not in tables:
+        return _empty(EVENT_CALL_COLUMNS)
+    parts = []
+    for pattern, call in _EVENT_CALLS:
+        ids = [int(i) for (i,) in con.execute("SELECT id FROM StringIds WHERE value LIKE ?", (pattern,))]
+        if ids:
+            df = _query(
+                con, {"tid": "globalTid", "start_ns": "start", "end_ns": "end"},
+                f"FROM {RUNTIME} WHERE nameId IN ({','.join(map(str, ids))})",
+            )  # fmt: skip
+            parts.append(df.assign(call=call))
+    if not parts:
+        return _empty(EVENT_CALL_COLUMNS)
+    out = pd.concat(parts, ignore_index=True).sort_values(["tid", "start_ns"], kind="stable", ignore_index=True)
+    return out[EVENT_CALL_COLUMNS]
 
 
 @contextmanager
