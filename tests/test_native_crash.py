@@ -169,10 +169,12 @@ def test_profile_keeps_its_run_directory_when_the_reader_crashes(tmp_path: Path,
 def test_the_child_keeps_reading_fast(tmp_path: Path) -> None:
     """The child process costs well under a second a report (measured: about 0.1 s)."""
     from nsightwrap.parsers.ncu import read_ncu_rep
+    from nsightwrap.run import ncu_isolated
     from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
     rep = RUN / "ncu" / "report.ncu-rep.gz"
     read_ncu_rep(rep)  # unpack once into the cache
+    ncu_isolated._CACHE.clear()  # a real child read, not one kept from an earlier test
     t0 = time.perf_counter()
     direct = read_ncu_rep(rep)
     t1 = time.perf_counter()
@@ -193,3 +195,21 @@ def test_a_missing_module_in_the_child_is_one_clear_error(tmp_path: Path, monkey
     monkeypatch.syspath_prepend(str(broken.parent))
     with pytest.raises(ReportParseError, match="the ncu_report module is missing.*pip install ncu-report"):
         read_ncu_rep_isolated(RUN / "ncu" / "report.ncu-rep.gz")
+
+
+def test_a_report_read_twice_starts_one_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nsightwrap.run import ncu_isolated
+
+    ncu_isolated._CACHE.clear()
+    started: list[list[str]] = []
+    real = ncu_isolated.probe
+
+    def counting(argv, **kw):  # type: ignore[no-untyped-def]
+        started.append(list(argv))
+        return real(argv, **kw)
+
+    monkeypatch.setattr(ncu_isolated, "probe", counting)
+    rep = RUN / "ncu" / "report.ncu-rep.gz"
+    a = ncu_isolated.read_ncu_rep_isolated(rep)
+    b = ncu_isolated.read_ncu_rep_isolated(rep)
+    assert a.equals(b) and len(started) == 1

@@ -22,6 +22,8 @@ from nsightwrap.timer.thermal import thermal_guard, wait_until_cool
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "fixtures" / "power" / "h200-trace.json"
+#: The same, with the sampler's own cadence (energy every 20 ms, on the power thread).
+SAMPLER_TRACE = ROOT / "fixtures" / "power" / "h200-trace-sampler.json"
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +71,20 @@ def test_two_nvml_sources_agree_within_the_counters_resolution(h200: dict) -> No
     e = energy_between(p, t0, t1, lag_s=0.1)
     assert e is not None and abs(e - w["mean_w"] * (t1 - t0)) < step
     assert w["peak_temp_c"] == 62.0 and w["start_temp_c"] == 39.0 and w["peak_w"] > w["mean_w"]
+
+
+def test_the_samplers_own_cadence_gives_the_same_power() -> None:
+    doc = json.loads(SAMPLER_TRACE.read_text())
+    p = _trace(doc)
+    reads = p.time_s[np.isfinite(p.energy_j)]
+    assert np.median(np.diff(reads)) == pytest.approx(0.02, abs=0.005)  # energy read every 20 ms
+    t0, t1 = doc["marks"]["load_start"], doc["marks"]["load_end"]
+    w = window_stats(p, t0, t1)
+    assert 12 <= len(w["step_w"]) <= 15 and w["mean_w"] == pytest.approx(666.9, abs=0.5)
+    assert w["sampled_mean_w"] == pytest.approx(w["mean_w"], rel=0.05)
+    # The power thread must not starve the clock thread: readings per second under load.
+    rates = doc["clock_readings_per_s"]
+    assert rates["energy_every_20ms"] > 0.7 * rates["energy_never"]
 
 
 def test_a_window_shorter_than_a_step_has_no_counter_power(h200: dict) -> None:

@@ -69,13 +69,16 @@ def power_html(result: RunResult) -> list[str]:
         th = "".join(f'<th class="l">{h}</th>' if h in ("benchmark", "throttled by") else f"<th>{h}</th>" for h in pf.HEADERS)
         body = "".join(
             "<tr>" + "".join(
-                f'<td class="name">{esc(c)}</td>' if i == 0 else (f"<td class='l'>{esc(c)}</td>" if i == 6 else f"<td>{esc(c)}</td>")
+                f'<td class="name">{esc(c)}</td>' if i == 0 else (f"<td class='l'>{esc(c)}</td>" if i == 8 else f"<td>{esc(c)}</td>")
                 for i, c in enumerate(pf.row(b))
             ) + "</tr>"
             for b in benches
         )  # fmt: skip
         parts += [f"<div class='scroll'><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>",
                   f"<p class='ev'>{esc(pf.METHOD_NOTE)}</p>"]  # fmt: skip
+        notes = pf.notes(result)
+        if notes:
+            parts += ["<ul class='notes'>", *(f"<li><b>{esc(w)}</b>: {esc(n)}</li>" for w, n in notes), "</ul>"]
     if chart is not None:
         parts += ["<h3>Plain pass: SM clock, power and temperature</h3>", f"<div class='chart'>{chart}</div>"]
     return parts

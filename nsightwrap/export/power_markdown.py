@@ -15,4 +15,5 @@ def power_markdown(result: RunResult) -> list[str]:
     head = "| " + " | ".join(pf.HEADERS) + " |"
     align = "| --- | " + " | ".join("---" if h == "throttled by" else "---:" for h in pf.HEADERS[1:]) + " |"
     rows = ["| " + " | ".join(md_cell(c) for c in pf.row(b)) + " |" for b in benches]
-    return ["## Energy and power", "", head, align, *rows, "", md_cell(pf.METHOD_NOTE), ""]
+    notes = [f"- **{md_cell(who)}**: {md_cell(n)}" for who, n in pf.notes(result)]
+    return ["## Energy and power", "", head, align, *rows, "", md_cell(pf.METHOD_NOTE), "", *notes, *([""] if notes else [])]

@@ -18,10 +18,12 @@ def print_power(result: RunResult, console: Console) -> None:
     t = Table(title=Text("energy and power (NVML)"), title_justify="left")
     t.add_column(pf.HEADERS[0], overflow="fold", min_width=9)
     for h in pf.HEADERS[1:]:
-        t.add_column(h, justify="left" if h == "throttled by" else "right", no_wrap=h != "throttled by")
+        t.add_column(h, justify="left" if h == "throttled by" else "right", overflow="fold")
     for b in benches:
         cells = pf.row(b)
         t.add_row(*(Text(c) for c in cells))  # Text, never markup: names hold "[" and "]"
     console.print()
     console.print(t)
     console.print(Text(pf.METHOD_NOTE), style="dim")
+    for who, note in pf.notes(result):
+        console.print(Text(f"note: {who}: {note}"), style="dim")

@@ -53,10 +53,11 @@ TESTED = {
     "triton": "3.6.0",
 }
 #: ncu_report builds seen to crash on reports they should read: (origin, version) -> what was seen.
-#: (On 2026-12-01 the copy in Nsight Compute 2025.3.1's extras/python segfaulted in metric.unit()
-#: inside a profile run; read alone in nsightwrap's child process the same day, it did not.)
+#: On an H200 (2026-12-01) the copy in Nsight Compute 2025.3.1's extras/python read every report
+#: alone, and segfaulted in metric.unit() on each of them once pandas had been imported in the
+#: same process (fixtures/power/h200-evidence/ncu_report_extras_crash.txt).
 KNOWN_BAD_NCU_REPORT = {
-    ("nsight-compute", "2025.3.1"): "was seen to segfault in metric.unit() on reports of ncu 2025.3.1",
+    ("nsight-compute", "2025.3.1"): "segfaults in metric.unit() in any process that has imported pandas",
 }
 #: Degrees from the slowdown temperature below which long runs throttle.
 HOT_MARGIN_C = 10.0
@@ -213,7 +214,7 @@ def check_ncu_report() -> Check:
         return Check(
             "ncu-report", Status.WARN,
             f"Python imports {info.describe()}, which {bad}{shadow} (nsightwrap reads reports in a child "
-            "process, so this costs the ncu numbers, not the run)", ev,
+            "process that imports neither, where it works; your own scripts may crash)", ev,
             "pip install ncu-report and take Nsight Compute's extras/python off PYTHONPATH", "python",
         )  # fmt: skip
     if info.origin != "pip":

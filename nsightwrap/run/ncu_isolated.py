@@ -21,6 +21,7 @@ import re
 import signal
 import sys
 import tempfile
+from collections import OrderedDict
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,30 @@ def read_actions_isolated(path: Path, shown: Path | None = None) -> list[dict[st
     """
     if os.environ.get(ENV_IN_PROCESS) == "1":
         return ncu_native.read_actions(path)
+    try:
+        st = os.stat(path)
+        # sys.path too: another search path may import another ncu_report.
+        key: tuple[str, int, int, int] | None = (os.path.realpath(path), st.st_size, st.st_mtime_ns, hash(tuple(sys.path)))
+    except OSError:
+        key = None
+    if key is not None and key in _CACHE:
+        _CACHE.move_to_end(key)
+        return list(_CACHE[key])
+    actions = _read_in_child(path, shown)
+    if key is not None:
+        _CACHE[key] = actions
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return list(actions)
+
+
+#: Reports read by a child, kept per (path, size, mtime, sys.path) so that a process that analyses the same
+#: run twice (a notebook, report after profile, the test suite) starts one child per report.
+CACHE_SIZE = 8
+_CACHE: OrderedDict[tuple[str, int, int, int], list[dict[str, Any]]] = OrderedDict()
+
+
+def _read_in_child(path: Path, shown: Path | None) -> list[dict[str, Any]]:
     # The child imports what this process would: same interpreter, same module search path.
     env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     name = shown or path
