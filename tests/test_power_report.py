@@ -1,6 +1,6 @@
 """Energy and power in every report and in compare, from real H200 runs.
 
-fixtures/runs/h200-power: `nsightwrap profile --passes plain,ncu examples/power_example.py`
+fixtures/power/h200-run: `nsightwrap profile --passes plain,ncu examples/power_example.py`
 (2026-12-01, NVIDIA H200): mm_large (bf16 2048x19456x2560, flops and bytes given), mm_skinny (the
 same GEMM with M=2), add_large (64 Mi fp32 add, bytes given), each with a 1 s energy window and
 the thermal guard at 20 C. fixtures/power/h200-same: the plain pass again; h200-scaled: again with
@@ -25,7 +25,7 @@ from nsightwrap.compare.sides import load_side
 from nsightwrap.compare.verdicts import Reason, Verdict, compare
 
 ROOT = Path(__file__).resolve().parent.parent
-RUN = ROOT / "fixtures" / "runs" / "h200-power"
+RUN = ROOT / "fixtures" / "power" / "h200-run"
 SAME = ROOT / "fixtures" / "power" / "h200-same"
 SCALED = ROOT / "fixtures" / "power" / "h200-scaled"
 
