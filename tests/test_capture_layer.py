@@ -154,13 +154,25 @@ def test_nsys_pass_ranges_hold_exactly_the_timed_call(tmp_path: Path) -> None:
     assert t[start + 2 : start + 4] == ["R", "+nsightwrap:estimate"]
     first = t.index("+nsightwrap:iter0")
     assert t[first - 2 : first + 4] == ["K:FillFunctor_zero", "R", "+nsightwrap:iter0", "K:mm", "-nsightwrap", "R"]
-    assert r.sidecars() == []  # only the plain pass keeps timings
+    assert r.sidecars() == []  # the nsys pass keeps its own timings apart, in nsys/
+    (own,) = (tmp_path / "run" / "nsys").glob("timer-*-capture.json")
+    assert "script.py:5 do_bench #1" in own.read_text()
 
 
 def test_plain_pass_opens_no_range_at_all(tmp_path: Path) -> None:
-    r = run(tmp_path, KERNEL + "triton.testing.do_bench(kernel, rep=0.05)\n")
+    body = KERNEL + """
+from nsightwrap.capture.state import layer
+triton.testing.do_bench(kernel, rep=0.05)
+print("windows", layer().windows_opened)
+"""
+    r = run(tmp_path, body)
     t = r.trace()
     assert not [x for x in t if x.startswith(("+", "-"))]
+    # do_bench runs triton's own loop untouched: not even an event hook inside it (the user gets
+    # triton's _summarize_statistics of return_mode="all", which is what it would have returned).
+    assert r.out.strip() == "windows 0"
+    under_nsys = run(tmp_path, None, pass_name="nsys").out.split()
+    assert under_nsys[0] == "windows" and int(under_nsys[1]) >= 2  # the estimate and the repeats, in ranges
     repeat = ["K:FillFunctor_zero", "R", "K:mm", "R"]  # flush, start record, the call, end record
     assert any(t[i : i + 4] == repeat for i in range(len(t)))
 

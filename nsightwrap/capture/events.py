@@ -246,6 +246,7 @@ def open_window(L: Layer, frame: Any) -> tuple[Window, tuple[str, ...]] | None:
     if w is None:
         return None
     _open_stack(L).append(w)
+    L.windows_opened += 1
     return w, names
 
 

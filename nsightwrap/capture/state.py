@@ -46,16 +46,17 @@ class Site:
         return {"file": self.file, "line": self.line, "function": self.function}
 
 
-_ABS: dict[str, str] = {}
+_SITES: dict[tuple[Any, int], Site] = {}
 
 
 def site_of(frame: Any) -> Site:
-    """The site of ``frame``'s current line."""
-    code = frame.f_code
-    f = _ABS.get(code.co_filename)
-    if f is None:
-        f = _ABS[code.co_filename] = os.path.abspath(code.co_filename)
-    return Site(f, int(frame.f_lineno or 0), code.co_name)
+    """The site of ``frame``'s current line (cached per code object and line)."""
+    key = (frame.f_code, int(frame.f_lineno or 0))
+    site = _SITES.get(key)
+    if site is None:
+        code = frame.f_code
+        site = _SITES[key] = Site(os.path.abspath(code.co_filename), key[1], code.co_name)
+    return site
 
 
 @dataclass
@@ -156,6 +157,8 @@ class Layer:
         self._device: dict[str, Any] | None = None
         self._plain: dict[str, Any] | None = None
         self.internal_dirs: list[str] = [_PKG_DIR + os.sep]
+        self._internal: dict[Any, bool] = {}  # code object -> library code (cached: on every record)
+        self.windows_opened = 0  # event windows the layer kept (tests: none inside a plain do_bench)
         self._names: set[str] = set()
 
     # -- passes --------------------------------------------------------------------------------
@@ -171,8 +174,10 @@ class Layer:
 
     @property
     def records(self) -> bool:
-        """Timings are kept (and the sidecar written) in the plain pass, or outside a profile run."""
-        return self.pass_name in (contract.PASS_PLAIN, None)
+        """Timings are kept, and a sidecar written, in the plain pass (the run's timings) and the
+        nsys pass (the same timings under nsys: the gap's profiler-overhead part compares them),
+        or outside a profile run; never under ncu, which replays every kernel."""
+        return self.pass_name in (contract.PASS_PLAIN, contract.PASS_NSYS, None)
 
     # -- user code or library ------------------------------------------------------------------
 
@@ -183,10 +188,15 @@ class Layer:
             d = os.path.dirname(os.path.abspath(f)) + os.sep
             if d not in self.internal_dirs:
                 self.internal_dirs.append(d)
+                self._internal.clear()
 
     def is_internal(self, frame: Any) -> bool:
-        fn = frame.f_code.co_filename
-        return fn.startswith("<frozen") or any(fn.startswith(d) for d in self.internal_dirs)
+        code = frame.f_code
+        got = self._internal.get(code)
+        if got is None:
+            fn = code.co_filename
+            got = self._internal[code] = fn.startswith("<frozen") or any(fn.startswith(d) for d in self.internal_dirs)
+        return got
 
     # -- naming --------------------------------------------------------------------------------
 
@@ -271,7 +281,7 @@ class Layer:
     def sidecar_path(self) -> str | None:
         if not self.run_dir or not self.records or self.pass_name is None:
             return None
-        return os.path.join(self.run_dir, contract.PASS_PLAIN, f"timer-{os.getpid()}-capture.json")
+        return os.path.join(self.run_dir, self.pass_name, f"timer-{os.getpid()}-capture.json")
 
     def flush(self, *, force: bool = False) -> None:
         """Rewrite the sidecar (at most every 0.25 s unless ``force``): a crash keeps what was

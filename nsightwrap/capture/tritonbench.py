@@ -160,6 +160,9 @@ def make_wrapper(orig: Any, kind: str) -> Any:
             return orig(*args, **kwargs)
         if L.under_ncu:
             return _ncu_iterations(L, cap, p, kind)
+        summarize = getattr(orig, "__globals__", {}).get("_summarize_statistics")
+        if kind == "do_bench" and not L.ranges_on and callable(summarize):
+            return _plain(L, cap, p, orig, summarize)
         return _measured(L, cap, p, kind, orig, args, kwargs)
 
     wrapper.__nsightwrap_original__ = orig  # type: ignore[attr-defined]
@@ -198,15 +201,56 @@ def _measured(L: Layer, cap: Capture, p: dict[str, Any], kind: str, orig: Any, a
     return ret
 
 
+def _plain(L: Layer, cap: Capture, p: dict[str, Any], orig: Any, summarize: Any) -> Any:
+    """The plain pass's do_bench: triton's own loop with ``return_mode="all"``, then triton's own
+    ``_summarize_statistics`` with the user's ``quantiles`` and ``return_mode``, so the user gets
+    exactly what triton returns, and the layer touches nothing inside the timed loop (no event
+    hook: even a few microseconds of host work per repeat change how deep the queue runs)."""
+    sk = sinks(L)
+    sk.append(SUPPRESS)
+    try:
+        times = orig(p["fn"], warmup=p.get("warmup", 25), rep=p.get("rep", 100),
+                     grad_to_none=p.get("grad_to_none"), quantiles=None, return_mode="all")  # fmt: skip
+    except BaseException as exc:
+        with guarded("do_bench"):
+            L.skip(cap.site, "do_bench", f"{cap.api} raised {type(exc).__name__}: {exc} (call {cap.name!r} not captured)")
+        raise
+    finally:
+        sk.pop()
+    ret = summarize(times, p.get("quantiles"), p.get("return_mode", "mean"))
+    with guarded("do_bench"):
+        import time
+
+        # The repeats took about `rep` ms of GPU time, at the end of the call (after the
+        # compilation, the estimate and the warm-up): the window the clock samples are read in.
+        now = time.time()
+        cap.t_start = max(cap.t_start, now - float(p.get("rep") or 100) / 1e3)
+        sink = _BenchWindows(cap, L)
+        sink.estimate_read_alone = _has_estimate(orig)
+        sink.queued = len(times)
+        _finish(L, cap, {**p}, "do_bench", sink, ret, raw_ms=[float(t) for t in times])
+    return ret
+
+
+@functools.lru_cache(maxsize=8)
+def _has_estimate(orig: Any) -> bool:
+    """Whether this triton's do_bench opens a runtime-estimate window first (read from its source)."""
+    try:
+        return "estimate_ms" in inspect.getsource(orig)
+    except (OSError, TypeError):
+        return False
+
+
 def _with_fn(orig: Any, args: tuple[Any, ...], kwargs: dict[str, Any], fn: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
     if args:
         return (fn, *args[1:]), kwargs
     return args, {**kwargs, "fn": fn}
 
 
-def _finish(L: Layer, cap: Capture, p: dict[str, Any], kind: str, sink: _BenchWindows, ret: Any) -> None:
+def _finish(L: Layer, cap: Capture, p: dict[str, Any], kind: str, sink: _BenchWindows, ret: Any,
+            raw_ms: list[float] | None = None) -> None:  # fmt: skip
     mode, q = p.get("return_mode", "mean"), p.get("quantiles")
-    raw = sink.samples_ms()
+    raw = sink.samples_ms() if raw_ms is None else raw_ms
     calls = 1
     if kind == "do_bench_cudagraph":
         first = sink.calls_at.get(1)
@@ -214,7 +258,9 @@ def _finish(L: Layer, cap: Capture, p: dict[str, Any], kind: str, sink: _BenchWi
         # fn calls between the estimate window and the first replay: the graph's n_repeat (the
         # estimate window itself holds 5 calls, made after calls_at[0]).
         calls = max(1, (first - est_end - 5)) if first is not None else 1
-    if mode == "all" and q is None and isinstance(ret, (list, tuple)) and len(ret) == len(raw):
+    if raw_ms is not None:
+        per_call = raw  # triton's own per-repeat values (return_mode="all")
+    elif mode == "all" and q is None and isinstance(ret, (list, tuple)) and len(ret) == len(raw):
         per_call = [float(x) for x in ret]  # triton's own per-call values
     else:
         per_call = [x / calls for x in raw]
