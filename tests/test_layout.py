@@ -17,9 +17,9 @@ ALLOWED = {
     "device": {"core", "timer"},
     "parsers": {"core", "timer"},
     "run": {"core", "parsers"},
-    "analysis": {"core", "timer", "parsers", "run"},
+    "analysis": {"core", "timer", "parsers", "run", "device"},
     "compare": {"core", "timer", "parsers", "analysis"},
-    "export": {"core", "analysis", "compare"},
+    "export": {"core", "analysis", "compare", "device"},
 }
 
 

@@ -87,7 +87,7 @@ def _register() -> None:
     # Each module adds its command to ``app`` on import.
     import importlib
 
-    for mod in ("inspect_cmd", "profile_cmd", "report_cmd", "compare_cmd", "merge_cmd", "doctor_cmd"):
+    for mod in ("inspect_cmd", "profile_cmd", "report_cmd", "compare_cmd", "device_cmd", "doctor_cmd", "merge_cmd"):
         importlib.import_module(f"nsightwrap.cli.{mod}")
 
 

@@ -36,6 +36,11 @@ def report_command(
         typer.Option("--clock-ref", help="Clock to compare at: plain (measured in the plain pass), boost, base or HZ."),
     ] = "plain",
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any benchmark is flagged.")] = False,
+    device_file: Annotated[
+        Path | None,
+        typer.Option("--device-file", help="Roofs from this device file (nsightwrap device) "
+                     "[default: RUN_DIR/env/device.json, else the GPU's cached one, else datasheet]."),
+    ] = None,
 ) -> None:
     """Reconcile the timer, ncu and nsys numbers of a run and explain every discrepancy.
 
@@ -48,6 +53,8 @@ def report_command(
     Fail a CI job on any flagged benchmark: nsightwrap report RUN --strict --tolerance 5
 
     Compare at a clock of your choice: nsightwrap report RUN --clock-ref 1.6GHz
+
+    Roofline against measured ceilings: nsightwrap device, then nsightwrap report RUN (or --device-file FILE)
     """
     from nsightwrap.analysis.load import analyze
 
@@ -55,7 +62,7 @@ def report_command(
         raise InputNotFound(f"{run_dir}: not a run directory", hint="give the directory nsightwrap profile wrote (-o)")
     if not 0 < tolerance < 1000:
         raise UsageError(f"--tolerance {tolerance} is out of range", hint="give a percentage, e.g. --tolerance 10")
-    result = analyze(run_dir, tolerance=tolerance / 100.0, clock_ref=clock_ref)
+    result = analyze(run_dir, tolerance=tolerance / 100.0, clock_ref=clock_ref, device_file=device_file)
     if fmt is Format.table:
         from nsightwrap.export.terminal import print_report
 

@@ -42,6 +42,10 @@ DEFAULT_NCU_METRICS = (
     "dram__throughput.avg.pct_of_peak_sustained_elapsed",
     "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
     "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
+    # FP32 adds and multiplies, for the roofline's FLOP count (no extra replay pass on an H200:
+    # 12 passes with or without them, docs/device.md).
+    "sm__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_fmul_pred_on.sum",
     "sm__inst_executed_pipe_tensor.sum",
     "launch__grid_size",
     "launch__block_size",
