@@ -209,3 +209,19 @@ def test_result_keeps_power_and_says_it(h200: dict) -> None:
     text = str(r)
     assert "156 mJ/call at 705 W, peak 62 C" in text and "cooled 3.5 s" in text
     assert math.isfinite(back.power["steady"]["mean_w"])
+
+
+def test_guard_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NSIGHTWRAP_THERMAL_MARGIN_C turns the guard on for every benchmark of a run
+    (`NSIGHTWRAP_THERMAL_MARGIN_C=10 nsightwrap profile bench.py`); bench's own argument wins."""
+    from nsightwrap.core.errors import UsageError
+
+    monkeypatch.delenv("NSIGHTWRAP_THERMAL_MARGIN_C", raising=False)
+    assert thermal_guard(None, None, None) is None
+    monkeypatch.setenv("NSIGHTWRAP_THERMAL_MARGIN_C", "12")
+    assert thermal_guard(None, None, None) == {"margin_c": 12.0, "waited_s": 0.0, "timed_out": False,
+                                               "skipped": "NVML is not available"}  # fmt: skip
+    assert thermal_guard(None, 5.0, None)["margin_c"] == 5.0
+    monkeypatch.setenv("NSIGHTWRAP_THERMAL_MARGIN_C", "warm")
+    with pytest.raises(UsageError, match="NSIGHTWRAP_THERMAL_MARGIN_C='warm' is not a number"):
+        thermal_guard(None, None, None)

@@ -84,7 +84,7 @@ def bench(
     verbose: bool = False,
     energy_s: float | None = None,
     thermal_margin_c: float | None = None,
-    thermal_timeout_s: float = 60.0,
+    thermal_timeout_s: float | None = None,
 ) -> BenchResult:
     """Time ``fn()`` (GPU work queued on the current stream) with CUDA events.
 
@@ -98,7 +98,8 @@ def bench(
     profile`` the ncu pass runs 1 warm-up and NSIGHTWRAP_NCU_ITERS untimed iterations.
     ``energy_s`` seconds of back-to-back calls after the samples give the energy per call
     (NVML energy counter; default 1 s or NSIGHTWRAP_ENERGY_S; 0 turns it off); ``thermal_margin_c`` first waits, up to
-    ``thermal_timeout_s``, until the GPU is that many degrees below its slowdown temperature.
+    ``thermal_timeout_s`` (60 s), until the GPU is that many degrees below its slowdown temperature
+    (NSIGHTWRAP_THERMAL_MARGIN_C / _TIMEOUT_S set them for every benchmark of a run).
     """
     params = dict(params or {})
     base = name or getattr(fn, "__name__", "") or "bench"

@@ -11,6 +11,7 @@ waited and whether it gave up.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -86,10 +87,33 @@ def wait_until_cool(
     }
 
 
-def thermal_guard(handle: Any, margin_c: float | None, timeout_s: float) -> dict[str, Any] | None:
-    """The guard for one benchmark on the GPU behind NVML ``handle``; None when not asked for."""
+#: Environment variables that turn the guard on for every benchmark of a run (``bench``'s own
+#: ``thermal_margin_c=`` wins): ``NSIGHTWRAP_THERMAL_MARGIN_C=10 nsightwrap profile bench.py``.
+ENV_MARGIN_C = "NSIGHTWRAP_THERMAL_MARGIN_C"
+ENV_TIMEOUT_S = "NSIGHTWRAP_THERMAL_TIMEOUT_S"
+
+
+def _env_float(name: str) -> float | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise UsageError(f"{name}={raw!r} is not a number", hint=f"e.g. {name}=10") from None
+
+
+def thermal_guard(handle: Any, margin_c: float | None, timeout_s: float | None) -> dict[str, Any] | None:
+    """The guard for one benchmark on the GPU behind NVML ``handle``; None when not asked for
+    (neither ``margin_c`` nor ``NSIGHTWRAP_THERMAL_MARGIN_C``). ``timeout_s`` None: 60 s, or
+    ``NSIGHTWRAP_THERMAL_TIMEOUT_S``."""
+    if margin_c is None:
+        margin_c = _env_float(ENV_MARGIN_C)
     if margin_c is None:
         return None
+    if timeout_s is None:
+        timeout_s = _env_float(ENV_TIMEOUT_S)
+        timeout_s = 60.0 if timeout_s is None else timeout_s
     if not margin_c >= 0 or not timeout_s >= 0:
         raise UsageError(
             f"thermal_margin_c={margin_c} and thermal_timeout_s={timeout_s} must be 0 or more",
