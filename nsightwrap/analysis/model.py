@@ -191,6 +191,9 @@ class GapPart:
     evidence: Mapping[str, Any]
     fix: str
     message: str = ""
+    #: Whether the part is something the user's timing method can change (the verdict weighs
+    #: these and the residual); clock, gaps, overlap and profiler overhead are not.
+    actionable: bool = False
 
 
 @dataclass(frozen=True)
@@ -210,9 +213,6 @@ class Gap:
 class Roofline:
     """Achieved FLOP/s and bytes/s of one benchmark against the measured (or datasheet) roofs."""
 
-    #: Whether the part is something the user's timing method can change (the verdict weighs
-    #: these and the residual); clock, gaps, overlap and profiler overhead are not.
-    actionable: bool = False
     flops: float | None
     bytes: float | None
     flops_per_s: float | None
