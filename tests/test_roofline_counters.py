@@ -13,7 +13,7 @@ from nsightwrap.analysis.roofline import kernel_flops
 from nsightwrap.parsers.ncu import read_ncu_rep
 
 RUN = Path(__file__).resolve().parent.parent / "fixtures" / "device" / "roofline-run"
-#: The ceilings nsightwrap device measured on an H200 (the same machine, earlier the same day).
+#: The ceilings nsightwrap device measured on an H200 the same day (another H200 than the capture's).
 H200 = RUN.parent / "h200.json"
 #: Work given to nsightwrap.bench in roofline_bench.py: 2*M*N*K.
 GEMM_FLOPS = {"gemm_bf16": 2 * 4096**3, "gemm_fp16": 2 * 4096**3, "gemm_tf32": 2 * 2048**3,
