@@ -1,11 +1,21 @@
 """SM-clock normalization: carry ncu kernel durations to one reference SM clock.
 
 ncu ``--clock-control none`` lets the GPU pick its clock, and the clock under ncu is not the
-clock of the plain run (it drops under load, by up to 20% on an H200). Cycles do not depend on
-the clock, so a kernel whose time follows the SM clock takes ``cycles / f`` at clock ``f``,
-with ``cycles = duration * f_k`` (``f_k``: ``sm__cycles_elapsed.avg.per_second``). A kernel
-bound by DRAM bandwidth does not speed up with the SM clock: its time is kept as measured.
-The per-kernel choice is made from ncu's own throughput counters (docs/reconciliation.md).
+clock of the plain run (it drops under load, by up to 20% on an H200). How a kernel's time moves
+with the SM clock is its clock elasticity ``e``: duration ~ f**-e, so at clock ``f``
+
+    t(f) = t_k * (f_k / f) ** e        (t_k, f_k: ncu's duration and ``sm__cycles_elapsed.avg.per_second``)
+
+``e = 1``: the kernel's cycles are fixed and its time follows the SM clock (a large GEMM);
+``e = 0``: it waits on DRAM and its time does not move (a large vector add). Measured on an H200,
+many kernels lie between (flash attention 0.97, softmax 0.91, layer norm 0.62, 2-5 us kernels
+0.16-0.37; docs/timer-accuracy.md).
+
+``e`` is measured where ``nsightwrap profile`` ran its clock-sweep pass (ncu again at
+``--clock-control base``, which locks a lower clock): each kernel is matched with its twin of
+the base pass (benchmark, iteration, launch order) and ``e = ln(t_base / t_k) / ln(f_k / f_base)``
+(``measured_elasticity``). Elsewhere it is a guess from ncu's throughput counters: 1 for SM-bound
+kernels, 0 for DRAM-bound ones (``classify``), marked ``heuristic`` (docs/reconciliation.md).
 """
 
 from __future__ import annotations
@@ -31,6 +41,20 @@ CLOCK_REF_KEYWORDS = ("plain", "boost", "base")
 #: between kernels (the clock sits at its idle floor there) and say nothing about the work.
 SMI_IDLE_BIT = 0x1
 
+#: The two ncu passes must run a kernel at clocks at least this far apart (relative) for its
+#: elasticity to be measured: closer clocks make ln(f_k / f_base) tiny and ``e`` pure noise
+#: (1% duration noise at a 3% clock step already moves e by 0.3).
+MIN_CLOCK_STEP = 0.05
+#: A measured elasticity is clamped to this range when durations are carried to another clock
+#: (noise puts a GEMM at 1.03 or a DRAM-bound add at -0.02); the report keeps the raw value.
+ELASTICITY_RANGE = (0.0, 1.0)
+#: With a measured elasticity, kernels at or above this count as following the SM clock
+#: (``ClockModel.COMPUTE``), those below as not (``ClockModel.MEMORY``).
+FOLLOWS_CLOCK_E = 0.5
+
+#: Columns the clock-sweep matching adds to an ncu kernels frame.
+BASE_COLUMNS = ("base_duration_ns", "base_sm_clock_hz", "elasticity", "elasticity_source")
+
 
 def classify(sm_pct: float | None, memory_pct: float | None, dram_pct: float | None = None) -> ClockModel:
     """Pick the clock model of one kernel from ncu's throughput counters (% of peak)."""
@@ -42,12 +66,101 @@ def classify(sm_pct: float | None, memory_pct: float | None, dram_pct: float | N
     return ClockModel.COMPUTE
 
 
+def measured_elasticity(
+    duration_ns: float | None, clock_hz: float | None, base_duration_ns: float | None, base_clock_hz: float | None
+) -> float | None:
+    """``e`` of duration ~ f**-e from one kernel at two clocks; None when the pairs cannot give it
+    (a missing or non-positive value, or clocks closer than ``MIN_CLOCK_STEP``)."""
+    vals = (duration_ns, clock_hz, base_duration_ns, base_clock_hz)
+    if any(v is None or not math.isfinite(v) or v <= 0 for v in vals):
+        return None
+    assert duration_ns and clock_hz and base_duration_ns and base_clock_hz  # for mypy: checked above
+    step = math.log(clock_hz / base_clock_hz)
+    if abs(step) < math.log1p(MIN_CLOCK_STEP):
+        return None
+    return math.log(base_duration_ns / duration_ns) / step
+
+
+def heuristic_elasticity(model: ClockModel) -> float:
+    """Today's rule as an elasticity: 1 for kernels judged SM-bound (or unknown), 0 for DRAM-bound."""
+    return 0.0 if model is ClockModel.MEMORY else 1.0
+
+
+def clamp_elasticity(e: float) -> float:
+    """``e`` within ``ELASTICITY_RANGE`` (what carrying a duration to another clock uses)."""
+    lo, hi = ELASTICITY_RANGE
+    return min(hi, max(lo, e))
+
+
+def _launch_order(frame: pd.DataFrame) -> pd.Series:
+    """Position of each kernel among the kernels of its NVTX range (benchmark and iteration), in
+    launch order: the key that pairs a kernel with its twin of the other ncu pass."""
+    path = frame["nvtx_path"].astype("string").fillna("") if "nvtx_path" in frame else pd.Series("", index=frame.index)
+    order = frame["launch_id"] if "launch_id" in frame else pd.Series(range(len(frame)), index=frame.index)
+    keyed = pd.DataFrame({"path": path, "order": pd.to_numeric(order, errors="coerce")}, index=frame.index)
+    return keyed.sort_values(["path", "order"], kind="stable").groupby("path", sort=False).cumcount().reindex(frame.index)
+
+
+def attach_base(kernels: pd.DataFrame, base: pd.DataFrame | None) -> tuple[pd.DataFrame, int]:
+    """Add ``BASE_COLUMNS`` to the ncu kernels of the ``--clock-control none`` pass from those of
+    the base-clock pass: each kernel is paired with the base kernel of the same NVTX range
+    (benchmark and iteration) at the same launch position and with the same name, and gets that
+    kernel's duration and clock and the measured elasticity. A kernel without a twin, or whose
+    two clocks are too close, keeps NaN (the heuristic applies). Returns (frame, kernels measured).
+    """
+    out = kernels.copy()
+    for col in BASE_COLUMNS[:3]:
+        out[col] = np.nan
+    out["elasticity_source"] = "heuristic"
+    if base is None or base.empty or out.empty:
+        return out, 0
+    key_cols = ["nw_path", "nw_pos"]
+
+    def keyed(frame: pd.DataFrame) -> pd.DataFrame:
+        path = frame["nvtx_path"].astype("string").fillna("") if "nvtx_path" in frame else ""
+        return pd.DataFrame(
+            {"nw_path": path, "nw_pos": _launch_order(frame), "nw_kernel": frame["kernel"].astype(str)},
+            index=frame.index,
+        )
+
+    mine = keyed(out)
+    theirs = keyed(base).assign(
+        nw_bdur=pd.to_numeric(base["duration_ns"], errors="coerce"),
+        nw_bclk=pd.to_numeric(base["sm_clock_hz"], errors="coerce"),
+    )
+    theirs = theirs.drop_duplicates(key_cols)
+    merged = (
+        mine.assign(nw_idx=mine.index)
+        .merge(theirs, on=key_cols, how="left", suffixes=("", "_b"))
+        .set_index("nw_idx")
+    )
+    same = merged["nw_kernel"] == merged["nw_kernel_b"]
+    measured = 0
+    for idx in out.index:
+        if not bool(same.get(idx, False)):
+            continue
+        bd, bc = number_or_none(merged.at[idx, "nw_bdur"]), number_or_none(merged.at[idx, "nw_bclk"])
+        out.at[idx, "base_duration_ns"] = np.nan if bd is None else bd
+        out.at[idx, "base_sm_clock_hz"] = np.nan if bc is None else bc
+        e = measured_elasticity(
+            number_or_none(out.at[idx, "duration_ns"]), number_or_none(out.at[idx, "sm_clock_hz"]), bd, bc
+        )
+        if e is not None:
+            out.at[idx, "elasticity"] = e
+            out.at[idx, "elasticity_source"] = "measured"
+            measured += 1
+    return out, measured
+
+
 def normalize_kernels(kernels: pd.DataFrame, ref_clock_hz: float | None) -> pd.DataFrame:
-    """Add ``cycles``, ``clock_model`` and ``normalized_ns`` (time at ``ref_clock_hz``) to ncu rows.
+    """Add ``cycles``, ``clock_model``, ``elasticity``, ``elasticity_source`` and
+    ``normalized_ns`` (time at ``ref_clock_hz``: ``t_k * (f_k / f) ** e``) to ncu rows.
 
     Needs the contract columns ``duration_ns``, ``sm_clock_hz``, ``sm_throughput_pct``,
-    ``memory_throughput_pct`` (``dram_throughput_pct`` if present). Without a reference clock
-    or a kernel clock, ``normalized_ns`` is the measured duration.
+    ``memory_throughput_pct`` (``dram_throughput_pct`` if present). A measured ``elasticity``
+    (from ``attach_base``) is used, clamped to ``ELASTICITY_RANGE``; elsewhere the throughput
+    counters decide (1 or 0, ``heuristic``). Without a reference clock or a kernel clock,
+    ``normalized_ns`` is the measured duration.
     """
     out = kernels.copy()
     dram = out["dram_throughput_pct"] if "dram_throughput_pct" in out else pd.Series(np.nan, index=out.index)
@@ -55,16 +168,34 @@ def normalize_kernels(kernels: pd.DataFrame, ref_clock_hz: float | None) -> pd.D
         classify(number_or_none(s), number_or_none(m), number_or_none(d))
         for s, m, d in zip(out["sm_throughput_pct"], out["memory_throughput_pct"], dram, strict=True)
     ]
-    out["clock_model"] = [m.value for m in models]
+    given = out["elasticity"] if "elasticity" in out else pd.Series(np.nan, index=out.index)
+    elasticity: list[float] = []
+    used: list[float] = []
+    sources: list[str] = []
+    for m, g in zip(models, given, strict=True):
+        e = number_or_none(g)
+        if e is None:
+            elasticity.append(heuristic_elasticity(m))
+            used.append(heuristic_elasticity(m))
+            sources.append("heuristic")
+        else:
+            elasticity.append(e)
+            used.append(clamp_elasticity(e))
+            sources.append("measured")
+    out["clock_model"] = [
+        (ClockModel.COMPUTE if u >= FOLLOWS_CLOCK_E else ClockModel.MEMORY).value if src == "measured" else m.value
+        for m, u, src in zip(models, used, sources, strict=True)
+    ]
+    out["elasticity"] = elasticity
+    out["elasticity_source"] = sources
     dur = out["duration_ns"].astype(float)
     clk = out["sm_clock_hz"].astype(float)
     out["cycles"] = dur * clk / 1e9
-    rescale = pd.Series([m is not ClockModel.MEMORY for m in models], index=out.index)
     if ref_clock_hz is None or not ref_clock_hz > 0:
         out["normalized_ns"] = dur
     else:
-        scaled = out["cycles"] / ref_clock_hz * 1e9
-        out["normalized_ns"] = dur.where(~rescale | scaled.isna(), scaled)
+        scaled = dur * (clk / ref_clock_hz) ** pd.Series(used, index=out.index)
+        out["normalized_ns"] = dur.where(scaled.isna(), scaled)
     return out
 
 
