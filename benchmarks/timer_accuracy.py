@@ -1,21 +1,36 @@
-"""How close is each way of timing a kernel from Python to Nsight Compute, at one SM clock?
+"""How close is each way of timing a kernel from Python to Nsight Compute?
 
     python benchmarks/timer_accuracy.py [--out timer-accuracy.md] [--json raw.json] [--only K,...]
+                                        [--rounds 3] [--ncu-iters 3] [--no-ncu] [--quick]
 
-For kernels from ~2 us to ~1 ms (GEMMs, elementwise, a reduction, a Triton kernel) it measures,
-in one run: (a) ``nsightwrap.bench``; (b) naive CUDA events, back to back, no flush; (c) the
-do_bench_cuda recipe (zeroing L2 flush + a dummy 4096^3 fp32 matmul before each sample, events
-around the call); (d) ``triton.testing.do_bench`` median; then it re-runs itself under
-``ncu --clock-control none`` (child mode, iteration filter of nsightwrap.core.contract) and takes (e)
-``gpu__time_duration.sum`` with ``sm__cycles_elapsed.avg.per_second`` per iteration. Every
-method's error is against ncu brought to the timer's clock, ``d_ncu * f_ncu / f_timer``, for
-kernels bound by SM cycles; for DRAM-bound kernels (ncu's DRAM throughput above its SM
-throughput) the time does not follow the SM clock and the unscaled ncu duration is the
-reference (the table says which). Markdown to stdout and ``--out``; raw samples to ``--json``.
-Needs an NVIDIA GPU, torch, triton and ncu; imports none of them for ``--help``.
+For nine kernels from ~2 us to ~200 us (bf16 GEMMs large square and skinny, softmax, layer
+norm, flash attention through torch SDPA, a Triton kernel, elementwise add and relu, small and
+large) it measures, in one run and in ``--rounds`` rounds (run-to-run spread):
+
+  (a) ``nsightwrap.bench`` (also its CUPTI kernel time and its per-sample SM clock);
+  (b) the reference loop (``.ref/reference_loop.py``: clean flush, 1 ms GPU sleep, one sample per
+      synchronize, empty window subtracted), a yardstick;
+  (c) nvbench cold (``cuda.bench`` 0.3.0: memset flush, blocking kernel; its mean GPU time);
+  (d) the do_bench_cuda recipe (zeroing flush + a dummy 4096^3 fp32 matmul before each sample);
+  (e) ``triton.testing.do_bench`` (median);
+  (f) naive CUDA events (back to back, no flush);
+
+then re-runs itself under ``ncu --clock-control none`` (the reference: ``gpu__time_duration.sum``
+and ``sm__cycles_elapsed.avg.per_second`` per iteration, through the timer's iteration filter) and
+under ``ncu --clock-control base`` (a lower, locked clock), which gives each kernel's clock
+elasticity ``e`` (duration ~ f**-e). Every method's error is given against ncu as measured
+(``none``) and against ncu carried to the timer's measured clock, ``t * (f_ncu / f_timer) ** e``.
+A short study of what queued work does to an event window comes with it (``queue_study``).
+
+Markdown to stdout and ``--out``; every sample and ncu row to ``--json``. Needs an NVIDIA GPU,
+torch, triton and ncu; nvbench and the reference loop are optional columns. ``--help`` imports
+none of them.
 """
 
+from __future__ import annotations
+
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -51,64 +66,57 @@ try:  # the Triton kernel must be defined at module level for @triton.jit to rea
 except ImportError:  # CPU machines: --help and the table code still work
     triton = None
 
-METRICS = (
+NONE_METRICS = (
     "gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,"
     "sm__throughput.avg.pct_of_peak_sustained_elapsed,"
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,"
     "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 )
-# name -> what it is (the factories below build them)
+BASE_METRICS = "gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second"
+# name -> what it is (make_kernel builds them)
 KERNELS = {
-    "add_4k": "elementwise add, 4096 fp32 (launch-bound, ~2-3 us)",
+    "add_4k": "elementwise add, 4096 fp32 (~2 us)",
+    "relu_1m": "relu, 1 Mi fp32 (~4 us)",
     "axpy_triton_1m": "Triton axpy, 1 Mi fp32 (~5 us)",
-    "mm_small": "bf16 linear 64x4096x4096 (~12 us)",
     "mm_skinny": "bf16 linear 2x19456x2560 (memory-bound GEMV, ~29 us)",
-    "sum_32m": "reduction torch.sum, 32 Mi fp32 (~40 us)",
-    "add_16m": "elementwise add, 16 Mi fp32 (memory-bound, ~50 us)",
-    "mm_large": "bf16 linear 2048x19456x2560 (compute-bound, ~285 us)",
-    "mm_1ms": "bf16 linear 4096x16384x4096 (compute-bound, ~0.8 ms)",
+    "softmax_4k": "softmax over rows, 4096x4096 fp32 (~35 us)",
+    "layernorm_4k": "layer norm, 4096x4096 fp32 with weight and bias (~35 us)",
+    "add_16m": "elementwise add, 16 Mi fp32 (memory-bound, ~45 us)",
+    "attention": "torch SDPA flash attention, bf16 8x16x1024x64 (~80 us)",
+    "mm_square": "bf16 matmul 4096x4096x4096 (compute-bound, ~180 us)",
 }
-METHODS = ("timer", "timer_raw", "naive", "do_bench_cuda", "triton")
+#: Methods measured in every round, and the derived column (timer without the subtraction).
+METHODS = ("timer", "timer_raw", "ref", "nvbench", "do_bench_cuda", "triton", "naive")
+PEERS = ("nvbench", "do_bench_cuda", "triton")  # the timer must be closer than each of these
 METHOD_TITLES = {
     "timer": "nsightwrap",
     "timer_raw": "nsightwrap, nothing subtracted",
-    "naive": "naive events",
+    "ref": "reference loop",
+    "nvbench": "nvbench cold",
     "do_bench_cuda": "do_bench_cuda recipe",
     "triton": "triton do_bench",
+    "naive": "naive events",
 }
 
 
 # ---------------------------------------------------------------------------------------------
-# Kernels (torch imported only here)
+# Kernels and methods (torch imported only here)
 
 
 def make_kernel(name: str) -> tuple[Callable[[], Any], float | None, float | None]:
     """(callable, flops, bytes) of a named kernel, inputs allocated on the GPU."""
     import torch
+    import torch.nn.functional as F
 
     torch.manual_seed(0)
     dev, bf16 = "cuda", torch.bfloat16
-
-    def linear(m: int, n: int, k: int) -> tuple[Callable[[], Any], float, float]:
-        x = torch.randn(m, k, device=dev, dtype=bf16)
-        w = torch.randn(n, k, device=dev, dtype=bf16)
-        return (lambda: torch.nn.functional.linear(x, w)), 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n)
-
-    if name == "mm_small":
-        return linear(64, 4096, 4096)
-    if name == "mm_skinny":
-        return linear(2, 19456, 2560)
-    if name == "mm_large":
-        return linear(2048, 19456, 2560)
-    if name == "mm_1ms":
-        return linear(4096, 16384, 4096)
     if name in ("add_4k", "add_16m"):
         n = 4096 if name == "add_4k" else 16 * 2**20
         a, b = torch.randn(n, device=dev), torch.randn(n, device=dev)
         return (lambda: a + b), None, 12.0 * n
-    if name == "sum_32m":
-        s = torch.randn(32 * 2**20, device=dev)
-        return (lambda: s.sum()), None, 4.0 * s.numel()
+    if name == "relu_1m":
+        x = torch.randn(2**20, device=dev)
+        return (lambda: torch.relu(x)), None, 8.0 * x.numel()
     if name == "axpy_triton_1m":
         if triton is None:
             raise SystemExit("axpy_triton_1m needs triton")
@@ -117,11 +125,36 @@ def make_kernel(name: str) -> tuple[Callable[[], Any], float | None, float | Non
         out = torch.empty_like(x)
         grid = (triton.cdiv(n, 1024),)
         return (lambda: _axpy_kernel[grid](x, y, out, n, 2.0, BLOCK=1024)), None, 12.0 * n
+    if name == "mm_skinny":
+        x = torch.randn(2, 2560, device=dev, dtype=bf16)
+        w = torch.randn(19456, 2560, device=dev, dtype=bf16)
+        return (lambda: F.linear(x, w)), 2.0 * 2 * 19456 * 2560, 2.0 * (2 * 2560 + 19456 * 2560 + 2 * 19456)
+    if name == "softmax_4k":
+        s = torch.randn(4096, 4096, device=dev)
+        return (lambda: torch.softmax(s, dim=-1)), None, 8.0 * s.numel()
+    if name == "layernorm_4k":
+        h = torch.randn(4096, 4096, device=dev)
+        g, bias = torch.randn(4096, device=dev), torch.randn(4096, device=dev)
+        return (lambda: F.layer_norm(h, (4096,), g, bias)), None, 8.0 * h.numel()
+    if name == "attention":
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        q, k, v = (torch.randn(8, 16, 1024, 64, device=dev, dtype=bf16) for _ in range(3))
+
+        def attn() -> Any:
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                return F.scaled_dot_product_attention(q, k, v)
+
+        return attn, 4.0 * 8 * 16 * 1024 * 1024 * 64, 2.0 * 4 * q.numel()
+    if name == "mm_square":
+        a = torch.randn(4096, 4096, device=dev, dtype=bf16)
+        b = torch.randn(4096, 4096, device=dev, dtype=bf16)
+        return (lambda: a @ b), 2.0 * 4096**3, 2.0 * 3 * 4096**2
     raise SystemExit(f"unknown kernel {name!r}; choose from {', '.join(KERNELS)}")
 
 
-def naive_events(fn: Callable[[], Any], n: int = 100) -> list[float]:
-    """(b) CUDA events around each call, back to back, no flush, no queue holding (ns)."""
+def naive_events(fn: Callable[[], Any], n: int = 50) -> list[float]:
+    """(f) CUDA events around each call, back to back, no flush, no queue holding (ns)."""
     import torch
 
     for _ in range(5):
@@ -136,14 +169,19 @@ def naive_events(fn: Callable[[], Any], n: int = 100) -> list[float]:
     return [s.elapsed_time(e) * 1e6 for s, e in ev]
 
 
-def do_bench_cuda(fn: Callable[[], Any], n: int = 50) -> list[float]:
-    """(c) The well-known recipe: zero a 256 MB buffer (L2 flush) and run a dummy 4096^3 fp32
+_DBC: dict[str, Any] = {}
+
+
+def do_bench_cuda(fn: Callable[[], Any], n: int = 30) -> list[float]:
+    """(d) The well-known recipe: zero a 256 MB buffer (L2 flush) and run a dummy 4096^3 fp32
     matmul before each sample (so the GPU runs ahead of the host), events around the call (ns)."""
     import torch
 
-    cache = torch.empty(256 * 2**20 // 4, dtype=torch.int32, device="cuda")
-    a = torch.randn(4096, 4096, device="cuda")
-    b = torch.randn(4096, 4096, device="cuda")
+    if not _DBC:
+        _DBC["cache"] = torch.empty(256 * 2**20 // 4, dtype=torch.int32, device="cuda")
+        _DBC["a"] = torch.randn(4096, 4096, device="cuda")
+        _DBC["b"] = torch.randn(4096, 4096, device="cuda")
+    cache, a, b = _DBC["cache"], _DBC["a"], _DBC["b"]
     for _ in range(5):
         fn()
     torch.cuda.synchronize()
@@ -158,31 +196,292 @@ def do_bench_cuda(fn: Callable[[], Any], n: int = 50) -> list[float]:
     return [s.elapsed_time(e) * 1e6 for s, e in ev]
 
 
-def triton_do_bench(fn: Callable[[], Any]) -> float:
-    """(d) ``triton.testing.do_bench`` median, in ns."""
+def triton_do_bench(fn: Callable[[], Any], quick: bool) -> float:
+    """(e) ``triton.testing.do_bench`` median, in ns."""
     if triton is None:
         return math.nan
-    return float(triton.testing.do_bench(fn, return_mode="median")) * 1e6
+    warm, rep = (5, 20) if quick else (10, 40)
+    return float(triton.testing.do_bench(fn, warmup=warm, rep=rep, return_mode="median")) * 1e6
 
 
-def measure_plain(names: Sequence[str], quick: bool) -> dict[str, dict[str, Any]]:
-    """Methods (a)-(d) for every kernel, in this process."""
+def reference_loop() -> Any:
+    """The reference loop module (``.ref/reference_loop.py`` in the checkout), or None."""
+    path = ROOT / ".ref" / "reference_loop.py"
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location("reference_loop", path)
+    if spec is None or spec.loader is None:
+        return None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def nvbench_cold(kernels: dict[str, Callable[[], Any]], rounds: int, quick: bool, workdir: Path) -> dict[str, Any]:
+    """(c) nvbench's cold measurement of every kernel, ``rounds`` times (a ``round`` axis): per
+    kernel the mean GPU time of each round (ns) and nvbench's own SM clock; or an ``error``."""
+    try:
+        import cuda.bench as bench
+        import torch
+    except Exception as exc:  # not installed: the column stays empty
+        return {"error": f"cuda.bench unavailable ({type(exc).__name__}: {exc})"}
+    names = list(kernels)
+
+    def run(state: Any) -> None:
+        fn = kernels[state.get_string("kernel")]
+
+        def launch(launch_: Any) -> None:
+            # Torch kernels run on nvbench's stream through a torch ExternalStream of it.
+            with torch.cuda.stream(torch.cuda.ExternalStream(launch_.get_stream().__cuda_stream__()[1])):
+                fn()
+
+        state.exec(launch, batched=False)
+
+    out_json = workdir / "nvbench.json"
+    notes = []
+    try:
+        b = bench.register(run)
+        b.add_string_axis("kernel", names)
+        b.add_int64_axis("round", list(range(rounds)))
+        # Shorter than nvbench's defaults (0.5 s minimum, 15 s timeout per state) to fit the run.
+        for setter, value in (
+            (b.set_timeout, 0.25 if quick else 0.4), (b.set_min_samples, 20),
+            (lambda v: b.set_criterion_param_float64("min-time", v), 0.05 if quick else 0.1),
+        ):  # fmt: skip
+            try:
+                setter(value)
+            except Exception as exc:  # keep nvbench's default for this one
+                notes.append(f"{type(exc).__name__}: {exc}")
+        bench.run_all_benchmarks(["nvbench", "--quiet", "--json", str(out_json)])
+        doc = json.loads(out_json.read_text())
+    except Exception as exc:
+        return {"error": f"nvbench failed ({type(exc).__name__}: {exc})", "notes": notes}
+    out = parse_nvbench_json(doc)
+    out["_settings_notes"] = notes
+    return out
+
+
+def _nv_value(summary: dict[str, Any]) -> float | None:
+    for d in summary.get("data") or []:
+        if d.get("name") == "value":
+            try:
+                return float(d.get("value"))
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+def parse_nvbench_json(doc: dict[str, Any]) -> dict[str, Any]:
+    """Per kernel: ``rounds_ns`` (nvbench's cold mean GPU time of each round, ns), ``min_ns``,
+    ``samples``, ``clock_hz`` (nvbench's mean SM clock), from its ``--json`` output."""
+    out: dict[str, Any] = {}
+    for bench in doc.get("benchmarks") or []:
+        for st in bench.get("states") or []:
+            if st.get("is_skipped"):
+                continue
+            axes = {a.get("name"): a.get("value") for a in st.get("axis_values") or []}
+            name = str(axes.get("kernel"))
+            summ = {s.get("tag"): _nv_value(s) for s in st.get("summaries") or []}
+            mean_s = summ.get("nv/cold/time/gpu/mean")
+            if mean_s is None:
+                continue
+            k = out.setdefault(name, {"rounds_ns": [], "min_ns": [], "samples": [], "clock_hz": []})
+            k["rounds_ns"].append(mean_s * 1e9)
+            k["min_ns"].append((summ.get("nv/cold/time/gpu/min") or math.nan) * 1e9)
+            k["samples"].append(summ.get("nv/cold/sample_size"))
+            k["clock_hz"].append(summ.get("nv/cold/sm_clock_rate/mean"))
+    return out
+
+
+def measure_plain(names: Sequence[str], rounds: int, quick: bool, workdir: Path) -> dict[str, Any]:
+    """Every method for every kernel, ``rounds`` times, in this process."""
     import nsightwrap as nw
 
-    opts: dict[str, Any] = {"budget_s": 0.5, "min_samples": 10} if quick else {}
-    out: dict[str, dict[str, Any]] = {}
-    for name in names:
-        fn, flops, nbytes = make_kernel(name)
-        r = nw.bench(fn, name=name, flops=flops, bytes=nbytes, **opts)
-        out[name] = {
-            "timer": r.to_dict(),
-            "naive_ns": naive_events(fn),
-            "do_bench_cuda_ns": do_bench_cuda(fn),
-            "triton_ns": triton_do_bench(fn),
-        }
-        print(f"  {r}", file=sys.stderr)
-        del fn
+    ref = reference_loop()
+    fns = {n: make_kernel(n) for n in names}
+    per: dict[str, dict[str, Any]] = {n: {"rounds": []} for n in names}
+    opts: dict[str, Any] = {"budget_s": 0.15 if quick else 0.25, "min_samples": 20, "energy_s": 0.0}
+    for r in range(rounds):
+        for name in names:
+            fn, flops, nbytes = fns[name]
+            t0 = time.perf_counter()
+            res = nw.bench(fn, name=name, flops=flops, bytes=nbytes, **opts)
+            rec: dict[str, Any] = {"timer": res.to_dict()}
+            rec["ref_ns"] = ref.ref_us(fn, n=60 if quick else 100) * 1e3 if ref else None
+            rec["do_bench_cuda_ns"] = do_bench_cuda(fn, n=20 if quick else 30)
+            rec["triton_ns"] = triton_do_bench(fn, quick)
+            rec["naive_ns"] = naive_events(fn)
+            rec["wall_s"] = time.perf_counter() - t0
+            per[name]["rounds"].append(rec)
+            print(f"  round {r} {res}", file=sys.stderr)
+    return {"kernels": per, "reference_loop": ref is not None}
+
+
+def run_nvbench_child(names: Sequence[str], rounds: int, quick: bool, workdir: Path) -> dict[str, Any]:
+    """nvbench in a child process of its own: a crash or a hang there costs its column only."""
+    out = workdir / "nvbench_results.json"
+    argv = [sys.executable, str(Path(__file__).resolve()), "--child-nvbench", str(out), "--only", ",".join(names),
+            "--rounds", str(rounds), *(["--quick"] if quick else [])]  # fmt: skip
+    t0 = time.perf_counter()
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=90)
+    except subprocess.TimeoutExpired:
+        return {"error": "nvbench child ran past 90 s"}
+    print(f"nvbench child run: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    if done.returncode != 0 or not out.is_file():
+        return {"error": f"nvbench child failed ({done.returncode}): {(done.stderr or done.stdout)[-1500:]}"}
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+def child_nvbench(names: Sequence[str], rounds: int, quick: bool, out: Path) -> None:
+    fns = {n: make_kernel(n)[0] for n in names}
+    with tempfile.TemporaryDirectory() as tmp:
+        res = nvbench_cold(fns, rounds, quick, Path(tmp))
+    out.write_text(json.dumps(res, default=str))
+
+
+# ---------------------------------------------------------------------------------------------
+# What queued work does to an event window, and whether %clock64 counts through idle time
+
+
+def queue_study(reps: int = 100) -> dict[str, Any]:
+    """Median event window (ns) of a 4096-element add held behind a GPU sleep, with different
+    work queued behind its end event before the host synchronizes; and SM clocks read by the
+    stamp kernel across host-side gaps of the GPU (clock64 over globaltimer)."""
+    import torch
+
+    from nsightwrap.timer.gpu import gpu_state
+    from nsightwrap.timer.stamps import Stamps
+
+    gpu = gpu_state()
+    a, b = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
+    fn = lambda: a + b  # noqa: E731
+    stamps, why = Stamps.load(torch, gpu.device["sm_count"], "cuda", 64)
+    side = torch.cuda.Stream()
+    hold = int(200e-6 * gpu.max_sm_hz)
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+
+    a2, b2 = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
+
+    def windows(
+        behind: Callable[[Any], None] | None, batch: int = 1, *, flush: bool = True,
+        before: Callable[[], Any] | None = None, call: Callable[[], Any] | None = fn,
+    ) -> float:  # fmt: skip
+        out = []
+        for _ in range(max(1, reps // batch)):
+            pairs = [(gpu.event(), gpu.event()) for _ in range(batch)]
+            for s, e in pairs:
+                torch.cuda._sleep(hold)
+                if flush:
+                    gpu.flush()
+                if before is not None:
+                    before()
+                s.record()
+                if call is not None:
+                    call()
+                e.record()
+                if behind is not None:
+                    behind(e)
+            pairs[-1][1].synchronize()
+            torch.cuda.synchronize()
+            out += [s.elapsed_time(e) * 1e6 for s, e in pairs]
+        return float(statistics.median(out))
+
+    def event_behind(e: Any) -> None:
+        gpu.event().record()
+
+    def kernel_behind(e: Any) -> None:
+        fn()
+
+    def sleep_behind(e: Any) -> None:
+        torch.cuda._sleep(hold)
+
+    def stamp_behind(e: Any) -> None:
+        if stamps is not None:
+            stamps.stamp(0)
+
+    def side_stamp(e: Any) -> None:
+        side.wait_event(e)
+        with torch.cuda.stream(side):
+            if stamps is not None:
+                stamps.stamp(0)
+            else:
+                fn()
+
+    res: dict[str, Any] = {
+        "nothing_behind_ns": windows(None),
+        "event_behind_ns": windows(event_behind),
+        "kernel_behind_ns": windows(kernel_behind),
+        "sleep_behind_ns": windows(sleep_behind),
+        "stamp_behind_ns": windows(stamp_behind),
+        "side_stream_stamp_ns": windows(side_stamp),
+        "batch_4_ns": windows(None, batch=4),
+        "batch_16_ns": windows(None, batch=16),
+        "batch_64_ns": windows(None, batch=64),
+        "empty_window_ns": windows(None, call=None),
+        "no_flush_ns": windows(None, flush=False),
+        "same_kernel_other_data_before_ns": windows(None, before=lambda: a2 + b2),
+        "stamps": why or "ok",
+    }
+    res["host_us_per_launch"] = host_costs(gpu, stamps, fn)
+    if stamps is not None:
+        gaps: dict[str, list[float]] = {}
+        # (label, host synchronize between the stamps, extra host wait s, GPU spin between s)
+        for label, sync, gap_s, spin_s in (
+            ("queued together", False, 0.0, 0.0), ("a synchronize between", True, 0.0, 0.0),
+            ("a synchronize + 200 us idle", True, 200e-6, 0.0), ("a synchronize + 2 ms idle", True, 2e-3, 0.0),
+            ("a 200 us GPU spin", False, 0.0, 200e-6), ("a 200 us GPU spin + synchronize + 2 ms idle", True, 2e-3, 200e-6),
+        ):  # fmt: skip
+            for i in range(8):
+                torch.cuda.synchronize()
+                stamps.before(i)
+                if spin_s:
+                    torch.cuda._sleep(int(spin_s * gpu.max_sm_hz))
+                if sync:
+                    torch.cuda.synchronize()
+                    t_end = time.perf_counter() + gap_s
+                    while time.perf_counter() < t_end:
+                        pass
+                stamps.after(i)
+            c, _ = stamps.read(8)
+            clocks = [float(v) for v in c if v is not None]
+            gaps[label] = clocks
+        res["stamp_clock_hz"] = {k: (statistics.median(v) if v else None) for k, v in gaps.items()}
+    return res
+
+
+def host_costs(gpu: Any, stamps: Any, fn: Callable[[], Any], n: int = 200) -> dict[str, float]:
+    """Host microseconds per call of each thing a sample queues, with the GPU held busy (and
+    with NVML's sampler thread running, as in the timed loop)."""
+    import torch
+
+    from nsightwrap.timer.nvml import NvmlSampler
+
+    ev = gpu.event()
+    ops: dict[str, Callable[[], Any]] = {
+        "event_record": ev.record, "flush (fill + sum)": gpu.flush, "fn (4096 add)": fn,
+        "torch.cuda._sleep": lambda: torch.cuda._sleep(10), "new event": gpu.event,
+    }  # fmt: skip
+    if stamps is not None:
+        ops["stamp kernel (Triton)"] = lambda: stamps.stamp(0)
+    out: dict[str, float] = {}
+    for sampler_on in (False, True):
+        with NvmlSampler(gpu.nvml if sampler_on else None):
+            for name, op in ops.items():
+                gpu.sleep_s(0.05)  # the GPU busy: launches only queue
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    op()
+                out[name + (" with NVML thread" if sampler_on else "")] = (time.perf_counter() - t0) / n * 1e6
+                torch.cuda.synchronize()
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# ncu passes
 
 
 def child_ncu(names: Sequence[str]) -> None:
@@ -195,16 +494,17 @@ def child_ncu(names: Sequence[str]) -> None:
         del fn
 
 
-def run_ncu(names: Sequence[str], workdir: Path, iters: int) -> Any:
-    """Re-run this script under ncu in child mode; the parsed kernels frame."""
+def run_ncu(names: Sequence[str], workdir: Path, iters: int, clock: str) -> list[dict[str, Any]]:
+    """Re-run this script under ncu (``--clock-control clock``) in child mode; the kernel rows."""
     from nsightwrap.parsers.ncu import read_ncu_rep
 
     ncu = shutil.which("ncu")
     if ncu is None:
         raise SystemExit("ncu is not on PATH; pass --no-ncu to skip the reference")
-    rep = workdir / "timer_accuracy"
+    rep = workdir / f"timer_accuracy_{clock}"
     argv = [
-        ncu, "--clock-control", "none", *contract.ncu_iteration_filter(), "--metrics", METRICS,
+        ncu, "--clock-control", clock, *contract.ncu_iteration_filter(),
+        "--metrics", NONE_METRICS if clock == "none" else BASE_METRICS,
         "-o", str(rep), "-f", sys.executable, str(Path(__file__).resolve()), "--child-ncu",
         "--only", ",".join(names),
     ]  # fmt: skip
@@ -212,25 +512,27 @@ def run_ncu(names: Sequence[str], workdir: Path, iters: int) -> Any:
     env.update({contract.ENV_PASS: contract.PASS_NCU, contract.ENV_NCU_ITERS: str(iters)})
     env.pop(contract.ENV_RUN_DIR, None)
     t0 = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
-        raise SystemExit(f"ncu failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    print(f"ncu child run: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    return read_ncu_rep(rep.with_suffix(".ncu-rep"))
+        raise SystemExit(f"ncu ({clock}) failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    print(f"ncu --clock-control {clock} child run: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    df = read_ncu_rep(rep.with_suffix(".ncu-rep"))
+    rows: list[dict[str, Any]] = json.loads(df.drop(columns=["nvtx_ranges"], errors="ignore").to_json(orient="records"))
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------
-# Reference and table (pure Python: tested on CPU)
+# Reference, elasticity, errors and tables (pure Python: tested on CPU)
 
 
 @dataclass(frozen=True)
 class NcuRef:
-    """ncu's view of one benchmark: per-iteration kernel-sum duration and SM cycles."""
+    """ncu's view of one benchmark: per-iteration kernel-sum duration (ns) and SM cycles."""
 
     iterations_ns: tuple[float, ...]
     iterations_cycles: tuple[float, ...]
-    sm_pct: float
-    dram_pct: float
+    sm_pct: float = math.nan
+    dram_pct: float = math.nan
 
     @property
     def duration_ns(self) -> float:
@@ -242,15 +544,8 @@ class NcuRef:
 
     @property
     def bound(self) -> str:
-        """``memory`` when DRAM throughput exceeds SM throughput (time does not follow the SM
-        clock), else ``sm`` (compute or latency: cycles are what is fixed)."""
+        """``memory`` when DRAM throughput exceeds SM throughput, else ``sm`` (the old guess)."""
         return "memory" if self.dram_pct > self.sm_pct else "sm"
-
-    def at_clock(self, f_hz: float | None) -> float:
-        """The reference time at clock ``f_hz``: scaled for SM-bound kernels, as is otherwise."""
-        if self.bound == "memory" or not f_hz:
-            return self.duration_ns
-        return statistics.median(self.iterations_cycles) / f_hz * 1e9
 
 
 def ncu_refs(rows: Sequence[dict[str, Any]]) -> dict[str, NcuRef]:
@@ -273,11 +568,21 @@ def ncu_refs(rows: Sequence[dict[str, Any]]) -> dict[str, NcuRef]:
             durs.append(sum(_num(k["duration_ns"]) for k in ks))
             cycles.append(sum(_num(k["duration_ns"]) * _num(k["sm_clock_hz"]) / 1e9 for k in ks))
             for k in ks:
-                w = float(k["duration_ns"])  # duration-weighted throughput of the iteration
+                w = _num(k["duration_ns"])  # duration-weighted throughput of the iteration
                 sm.append((w, _num(k.get("sm_throughput_pct"))))
                 dram.append((w, _num(k.get("dram_throughput_pct"))))
         refs[bench] = NcuRef(tuple(durs), tuple(cycles), _wmean(sm), _wmean(dram))
     return refs
+
+
+def elasticity(none: NcuRef, base: NcuRef | None) -> float | None:
+    """The kernel's clock elasticity from the two ncu passes (median durations, overall clocks);
+    the same formula as ``nsightwrap.analysis.clocks.measured_elasticity``."""
+    from nsightwrap.analysis.clocks import measured_elasticity
+
+    if base is None:
+        return None
+    return measured_elasticity(none.duration_ns, none.clock_hz, base.duration_ns, base.clock_hz)
 
 
 def _num(v: Any) -> float:
@@ -288,59 +593,103 @@ def _num(v: Any) -> float:
 
 
 def _wmean(pairs: list[tuple[float, float]]) -> float:
-    good = [(w, v) for w, v in pairs if math.isfinite(v)]
+    good = [(w, v) for w, v in pairs if math.isfinite(v) and math.isfinite(w)]
     tot = sum(w for w, _ in good)
     return sum(w * v for w, v in good) / tot if tot else math.nan
 
 
-def method_medians(m: dict[str, Any]) -> dict[str, float]:
-    """Median ns of each method from one kernel's plain measurements."""
-    t = m["timer"]
+def round_values(rec: dict[str, Any], nv_ns: float | None) -> dict[str, float]:
+    """Median ns per call of each method in one round of one kernel."""
+    t = rec["timer"]
     meth = t["method"]
     k = meth.get("calls_per_sample", 1) or 1
-    timer = float(t["median_ns"])
+    timer = _num(t["median_ns"])
+
+    def med(key: str) -> float:
+        v = rec.get(key)
+        if isinstance(v, list):
+            return float(statistics.median(v)) if v else math.nan
+        return _num(v)
+
     return {
         "timer": timer,
-        "timer_raw": timer + float(meth.get("overhead_ns", 0.0)) / k,
-        "naive": statistics.median(m["naive_ns"]),
-        "do_bench_cuda": statistics.median(m["do_bench_cuda_ns"]),
-        "triton": float(m["triton_ns"]) if m.get("triton_ns") is not None else math.nan,
+        "timer_raw": timer + _num(meth.get("overhead_ns", 0.0)) / k,
+        "ref": med("ref_ns"),
+        "nvbench": math.nan if nv_ns is None else nv_ns,
+        "do_bench_cuda": med("do_bench_cuda_ns"),
+        "triton": med("triton_ns"),
+        "naive": med("naive_ns"),
     }
 
 
 def target_pct(ref_ns: float) -> float:
-    """The timer's accuracy target: 3 % at >= 10 us, 10 % for shorter kernels."""
-    return 3.0 if ref_ns >= 10_000 else 10.0
+    """The timer's accuracy target: 3 % from 10 us, 5 % from 2 to 10 us."""
+    return 3.0 if ref_ns >= 10_000 else 5.0
 
 
-def build_rows(plain: dict[str, dict[str, Any]], refs: dict[str, NcuRef]) -> list[dict[str, Any]]:
-    """One row per kernel: reference, each method's median and signed error in %."""
+def _median(vals: Sequence[float]) -> float:
+    good = [v for v in vals if math.isfinite(v)]
+    return float(statistics.median(good)) if good else math.nan
+
+
+def build_rows(
+    plain: dict[str, Any], refs: dict[str, NcuRef], base_refs: dict[str, NcuRef] | None = None
+) -> list[dict[str, Any]]:
+    """One row per kernel: ncu at both clock settings, elasticity, each method's median over the
+    rounds, its error against ncu (raw and clock-matched) and its spread over the rounds."""
+    from nsightwrap.analysis.clocks import clamp_elasticity
+
+    nv = plain.get("nvbench") or {}
     rows = []
-    for name, m in plain.items():
-        med = method_medians(m)
-        f_timer = m["timer"].get("sm_clock_hz")
+    for name, k in plain["kernels"].items():
+        rounds = k["rounds"]
+        nv_rounds = (nv.get(name) or {}).get("rounds_ns") or []
+        per_round = [round_values(r, nv_rounds[i] if i < len(nv_rounds) else None) for i, r in enumerate(rounds)]
+        timers = [r["timer"] for r in rounds]
+        f_timer = _median([_num(t.get("sm_clock_hz")) for t in timers])
         row: dict[str, Any] = {
             "kernel": name,
-            "f_timer_hz": f_timer,
-            **{f"{k}_ns": v for k, v in med.items()},
+            "rounds": len(rounds),
+            "f_timer_hz": f_timer if math.isfinite(f_timer) else None,
+            "timer_clock_source": timers[0].get("clock_source") if timers else None,
+            "stamp_clock_hz": _median([_num(t["method"].get("stamp_clock_hz")) for t in timers]),
+            "kernel_ns": _median([_num(t.get("kernel_ns")) for t in timers]),
+            "throttled": sum(int(t.get("throttled") or 0) for t in timers),
+            "samples": sum(int(t.get("n") or 0) for t in timers),
+            "nvbench_clock_hz": _median([_num(c) for c in (nv.get(name) or {}).get("clock_hz") or []]),
+            "samples_per_s": _median([_num(t["method"].get("samples_per_s")) for t in timers]),
         }
+        for m in METHODS:
+            row[f"{m}_ns"] = _median([pr[m] for pr in per_round])
         ref = refs.get(name)
         if ref is not None:
-            ref_ns = ref.at_clock(f_timer)
+            base = (base_refs or {}).get(name)
+            e = elasticity(ref, base)
+            e_used = clamp_elasticity(e) if e is not None else (0.0 if ref.bound == "memory" else 1.0)
+            matched = ref.duration_ns * (ref.clock_hz / f_timer) ** e_used if math.isfinite(f_timer) else math.nan
             row.update(
                 ncu_ns=ref.duration_ns,
                 f_ncu_hz=ref.clock_hz,
-                bound=ref.bound,
-                scaled=ref.bound != "memory" and bool(f_timer),
-                ref_ns=ref_ns,
+                ncu_base_ns=base.duration_ns if base else None,
+                f_base_hz=base.clock_hz if base else None,
+                elasticity=e,
+                elasticity_source="measured" if e is not None else "heuristic",
+                matched_ns=matched,
+                target_pct=target_pct(ref.duration_ns),
             )
-            for k, v in med.items():
-                row[f"{k}_err_pct"] = (v / ref_ns - 1) * 100 if math.isfinite(v) else math.nan
-            others = [abs(row[f"{k}_err_pct"]) for k in ("naive", "do_bench_cuda", "triton")]
-            err = abs(row["timer_err_pct"])
-            row["target_pct"] = target_pct(ref_ns)
-            row["meets_target"] = err <= row["target_pct"]
-            row["beats_others"] = all(err < o for o in others if math.isfinite(o))
+            for m in METHODS:
+                errs = [(pr[m] / ref.duration_ns - 1) * 100 for pr in per_round if math.isfinite(pr[m])]
+                row[f"{m}_err_pct"] = (row[f"{m}_ns"] / ref.duration_ns - 1) * 100
+                row[f"{m}_matched_err_pct"] = (row[f"{m}_ns"] / matched - 1) * 100 if math.isfinite(matched) else math.nan
+                row[f"{m}_spread_pct"] = (max(errs) - min(errs)) if len(errs) > 1 else math.nan
+            for tag, suffix in (("", "err_pct"), ("matched_", "matched_err_pct")):
+                err = abs(row[f"timer_{suffix}"])
+                row[f"{tag}meets_target"] = err <= row["target_pct"]
+                ref_err = row[f"ref_{suffix}"]
+                row[f"{tag}near_reference"] = (not math.isfinite(ref_err)) or err <= abs(ref_err) + 1.0
+                row[f"{tag}beats_peers"] = all(
+                    err < abs(row[f"{p}_{suffix}"]) for p in PEERS if math.isfinite(row[f"{p}_{suffix}"])
+                )
         rows.append(row)
     return rows
 
@@ -349,88 +698,236 @@ def _cell(v: Any, fmt: str) -> str:
     return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, fmt)
 
 
-def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
-    """The accuracy table in Markdown (times in us, errors in % against ncu at the timer's clock)."""
+def _us(v: Any) -> str:
+    return _cell(None if v is None else _num(v) / 1e3, ".2f")
+
+
+def _ghz(v: Any) -> str:
+    return _cell(None if v is None else _num(v) / 1e9, ".3f")
+
+
+def markdown_table(rows: Sequence[dict[str, Any]], *, matched: bool = False) -> str:
+    """Each method's median (us) and error (%) against ncu: as measured (``--clock-control
+    none``), or with ``matched`` against ncu carried to the timer's clock with the kernel's e."""
+    suffix = "matched_err_pct" if matched else "err_pct"
     head = [
-        "kernel", "ncu us", "f_ncu GHz", "f_timer GHz", "bound", "ncu at f_timer us",
-        *(f"{METHOD_TITLES[k]} us (err %)" for k in METHODS), "target", "ok",
+        "kernel", "ncu us" if not matched else "ncu at f_timer us",
+        *(f"{METHOD_TITLES[m]} us (err %)" for m in METHODS), "target", "ok",
     ]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in rows:
-        meth = [
-            f"{_cell(r[f'{k}_ns'] / 1e3, '.2f')} ({_cell(r.get(f'{k}_err_pct'), '+.1f')})" for k in METHODS
-        ]
+        meth = [f"{_us(r[f'{m}_ns'])} ({_cell(r.get(f'{m}_{suffix}'), '+.1f')})" for m in METHODS]
         ok = "-"
-        if "meets_target" in r:
-            ok = ("yes" if r["meets_target"] else "NO") + ("" if r["beats_others"] else ", not best")
-        f_ncu, f_t = r.get("f_ncu_hz"), r.get("f_timer_hz")
+        tag = "matched_" if matched else ""
+        if f"{tag}meets_target" in r:
+            ok = "yes" if r[f"{tag}meets_target"] else "NO"
+            if not r[f"{tag}near_reference"]:
+                ok += ", >1 pt behind the reference loop"
+            if not r[f"{tag}beats_peers"]:
+                ok += ", not closer than every peer"
+        ref_col = r.get("matched_ns") if matched else r.get("ncu_ns")
         cells = [
-            r["kernel"].replace("|", "\\|"),
-            _cell(r.get("ncu_ns", math.nan) / 1e3, ".2f"),
-            _cell(f_ncu / 1e9 if f_ncu else None, ".3f"),
-            _cell(f_t / 1e9 if f_t else None, ".3f"),
-            (r.get("bound", "-") + ("" if r.get("scaled") else ", unscaled")) if "bound" in r else "-",
-            _cell(r.get("ref_ns", math.nan) / 1e3, ".2f"),
-            *meth,
-            f"{r['target_pct']:.0f} %" if "target_pct" in r else "-",
-            ok,
-        ]
+            r["kernel"].replace("|", "\\|"), _us(ref_col), *meth,
+            f"{r['target_pct']:.0f} %" if "target_pct" in r else "-", ok,
+        ]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def clock_table(rows: Sequence[dict[str, Any]]) -> str:
+    """ncu at both clock settings, the measured elasticity, and the clocks each method saw."""
+    head = [
+        "kernel", "ncu none us", "f none GHz", "ncu base us", "f base GHz", "e", "f_timer GHz (source)",
+        "nvbench GHz", "CUPTI kernel us", "throttled samples", "samples/s",
+    ]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for r in rows:
+        e = r.get("elasticity")
+        cells = [
+            r["kernel"], _us(r.get("ncu_ns")), _ghz(r.get("f_ncu_hz")), _us(r.get("ncu_base_ns")),
+            _ghz(r.get("f_base_hz")), _cell(e, "+.2f") if e is not None else "- (heuristic)",
+            f"{_ghz(r.get('f_timer_hz'))} ({r.get('timer_clock_source')})",
+            _ghz(r.get("nvbench_clock_hz")), _us(r.get("kernel_ns")), f"{r.get('throttled', 0)} of {r.get('samples', 0)}",
+            _cell(r.get("samples_per_s"), ".0f"),
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def spread_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Run-to-run spread: max - min over the rounds of each method's error against ncu (points)."""
+    head = ["kernel", *(METHOD_TITLES[m] for m in METHODS if m != "timer_raw")]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for r in rows:
+        cells = [r["kernel"], *(_cell(r.get(f"{m}_spread_pct"), ".1f") for m in METHODS if m != "timer_raw")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def summary_lines(rows: Sequence[dict[str, Any]], *, matched: bool = False) -> list[str]:
+    """One line per target: met on how many kernels, and which missed (``matched``: judged
+    against ncu carried to the timer's clock)."""
+    tag = "matched_" if matched else ""
+    judged = [r for r in rows if f"{tag}meets_target" in r]
+    out = []
+    for key, what in (
+        ("meets_target", "within 3% (>= 10 us) / 5% (2-10 us) of ncu"),
+        ("near_reference", "no more than 1 point further from ncu than the reference loop"),
+        ("beats_peers", "closer to ncu than nvbench cold, the do_bench_cuda recipe and triton do_bench"),
+    ):
+        miss = [r["kernel"] for r in judged if not r[tag + key]]
+        out.append(f"- {what}: {len(judged) - len(miss)} of {len(judged)}" + (f" (missed: {', '.join(miss)})" if miss else ""))
+    return out
+
+
+def queue_table(q: dict[str, Any]) -> str:
+    """The queue study as a small table."""
+    labels = {
+        "nothing_behind_ns": "nothing queued behind the end event (one sample per synchronize)",
+        "event_behind_ns": "an event record queued behind",
+        "kernel_behind_ns": "the same add queued behind",
+        "sleep_behind_ns": "a GPU sleep queued behind (the next sample's hold)",
+        "stamp_behind_ns": "the stamp kernel queued behind",
+        "side_stream_stamp_ns": "the stamp kernel on a side stream, waiting on the end event",
+        "batch_4_ns": "4 samples queued before one synchronize",
+        "batch_16_ns": "16 samples queued before one synchronize",
+        "batch_64_ns": "64 samples queued before one synchronize",
+        "empty_window_ns": "(an empty window: no kernel between the events)",
+        "no_flush_ns": "(no L2 flush before the window: warm data)",
+        "same_kernel_other_data_before_ns": "(the same add on other data right before: warm code, cold data)",
+    }
+    lines = ["| what is queued | event window us |", "| --- | --- |"]
+    for k, label in labels.items():
+        if k in q:
+            lines.append(f"| {label} | {_us(q[k])} |")
+    costs = q.get("host_us_per_launch") or {}
+    if costs:
+        lines += ["", "| host cost of one call (GPU busy) | us |", "| --- | --- |"]
+        lines += [f"| {k} | {_cell(v, '.1f')} |" for k, v in costs.items()]
+    clocks = q.get("stamp_clock_hz") or {}
+    if clocks:
+        lines += ["", "| between the two stamps | SM clock read (GHz) |", "| --- | --- |"]
+        lines += [f"| {k} | {_ghz(v)} |" for k, v in clocks.items()]
+    return "\n".join(lines)
+
+
+def render(header: str, plain: dict[str, Any], queue: dict[str, Any], rows: Sequence[dict[str, Any]]) -> str:
+    """Every table of the run as Markdown."""
+    nv_err = (plain.get("nvbench") or {}).get("error")
+    parts = [
+        header + "\n",
+        "Errors in % against ncu --clock-control none, as measured (medians over the rounds):\n",
+        markdown_table(rows),
+        "",
+        *summary_lines(rows),
+        "",
+        "Errors in % against ncu carried to the timer's measured SM clock with each kernel's e:\n",
+        markdown_table(rows, matched=True),
+        "",
+        *summary_lines(rows, matched=True),
+        "",
+        "Clocks and clock elasticity:\n",
+        clock_table(rows),
+        "",
+        "Run-to-run spread (max - min of the error over the rounds, points):\n",
+        spread_table(rows),
+    ]
+    if nv_err:
+        parts += ["", f"nvbench column empty: {nv_err}"]
+    if not plain.get("reference_loop"):
+        parts += ["", "reference loop column empty: .ref/reference_loop.py not found"]
+    if queue:
+        parts += ["", "What queued work does to the event window of a 4096-element add:\n", queue_table(queue)]
+    return "\n".join(parts) + "\n"
+
+
+def tables_from(path: Path) -> str:
+    """The tables of a saved ``--json`` file, made again (no GPU needed)."""
+    doc = json.loads(path.read_text())
+    rows = build_rows(doc["plain"], ncu_refs(doc.get("ncu_none") or []), ncu_refs(doc.get("ncu_base") or []) or None)
+    header = doc.get("header") or f"Timer accuracy (tables made from {path.name})."
+    return render(header, doc["plain"], doc.get("queue_study") or {}, rows)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         description="Accuracy of nsightwrap's timer against ncu and other Python timing recipes.",
-        epilog="Runs on a machine with an NVIDIA GPU, torch, triton and ncu (about 1-2 minutes).",
+        epilog="Runs on a machine with an NVIDIA GPU, torch, triton and ncu (about 1.5 minutes); "
+        "nvbench (cuda-bench) and .ref/reference_loop.py add their columns when present.",
     )
-    ap.add_argument("--out", type=Path, help="write the Markdown table here too")
-    ap.add_argument(
-        "--json", type=Path, help="raw results (every sample, every ncu kernel); default: --out with .json"
-    )
+    ap.add_argument("--out", type=Path, help="write the Markdown tables here too")
+    ap.add_argument("--json", type=Path, help="raw results (every sample, every ncu kernel); default: --out with .json")
     ap.add_argument("--only", default="", help=f"comma-separated kernels (default all: {', '.join(KERNELS)})")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of every method (run-to-run spread)")
     ap.add_argument("--ncu-iters", type=int, default=3, help="profiled iterations per kernel under ncu")
     ap.add_argument("--no-ncu", action="store_true", help="skip the ncu reference (no errors then)")
-    ap.add_argument("--quick", action="store_true", help="shorter timer budget")
+    ap.add_argument("--no-base", action="store_true", help="skip the ncu --clock-control base pass")
+    ap.add_argument("--no-queue-study", action="store_true", help="skip the queued-work study")
+    ap.add_argument("--quick", action="store_true", help="shorter budgets everywhere")
+    ap.add_argument("--tables-from", type=Path, metavar="JSON", help="print the tables of a saved --json file (no GPU)")
     ap.add_argument("--child-ncu", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--child-nvbench", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     args.names = [n.strip() for n in args.only.split(",") if n.strip()] or list(KERNELS)
     unknown = [n for n in args.names if n not in KERNELS]
     if unknown:
         ap.error(f"unknown kernel(s) {', '.join(unknown)}; choose from {', '.join(KERNELS)}")
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.tables_from:
+        print(tables_from(args.tables_from), end="")
+        return
     if args.child_ncu:
         child_ncu(args.names)
+        return
+    if args.child_nvbench:
+        child_nvbench(args.names, args.rounds, args.quick, args.child_nvbench)
         return
     for key in (contract.ENV_PASS, contract.ENV_RUN_DIR):
         os.environ.pop(key, None)  # the plain measurements run as a standalone script
     t0 = time.perf_counter()
-    plain = measure_plain(args.names, args.quick)
-    frame_rows: list[dict[str, Any]] = []
-    if not args.no_ncu:
-        with tempfile.TemporaryDirectory() as tmp:
-            df = run_ncu(args.names, Path(tmp), args.ncu_iters)
-        frame_rows = json.loads(df.drop(columns=["nvtx_ranges"], errors="ignore").to_json(orient="records"))
-    rows = build_rows(plain, ncu_refs(frame_rows))
+    json_path = args.json or (args.out.with_suffix(".json") if args.out else None)
+
+    def keep(**doc: Any) -> None:  # what is measured so far, in case a later stage dies
+        if json_path:
+            json_path.write_text(json.dumps({"kernels": KERNELS, **doc}, indent=1, default=str))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        plain = measure_plain(args.names, args.rounds, args.quick, work)
+        print(f"plain measurements: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        queue = {} if args.no_queue_study else queue_study()
+        keep(plain=plain, queue_study=queue, partial=True)
+        plain["nvbench"] = run_nvbench_child(args.names, args.rounds, args.quick, work)
+        keep(plain=plain, queue_study=queue, partial=True)
+        none_rows: list[dict[str, Any]] = []
+        base_rows: list[dict[str, Any]] = []
+        if not args.no_ncu:
+            none_rows = run_ncu(args.names, work, args.ncu_iters, "none")
+            keep(plain=plain, queue_study=queue, ncu_none=none_rows, partial=True)
+            if not args.no_base:
+                try:
+                    base_rows = run_ncu(args.names, work, args.ncu_iters, "base")
+                except SystemExit as exc:  # the base pass is optional: say so, keep the rest
+                    print(f"ncu --clock-control base failed: {exc}", file=sys.stderr)
+    rows = build_rows(plain, ncu_refs(none_rows), ncu_refs(base_rows) if base_rows else None)
     import torch
 
     header = (
         f"Timer accuracy on {torch.cuda.get_device_name()} (torch {torch.__version__}, "
-        f"triton {getattr(triton, '__version__', 'absent')}), {time.strftime('%Y-%m-%d')}; "
-        f"errors in % against ncu --clock-control none at the timer's SM clock.\n"
+        f"triton {getattr(triton, '__version__', 'absent')}), {time.strftime('%Y-%m-%d')}, "
+        f"{args.rounds} rounds, ncu {args.ncu_iters} iterations per kernel."
     )
-    table = header + "\n" + markdown_table(rows) + "\n"
-    print(table)
+    text = render(header, plain, queue, rows)
+    print(text)
     if args.out:
-        args.out.write_text(table)
-    json_path = args.json or (args.out.with_suffix(".json") if args.out else None)
-    if json_path:
-        doc = {"kernels": KERNELS, "plain": plain, "ncu_kernels": frame_rows, "rows": rows}
-        json_path.write_text(json.dumps(doc, indent=1, default=str))
+        args.out.write_text(text)
+    keep(header=header, plain=plain, queue_study=queue, ncu_none=none_rows, ncu_base=base_rows, rows=rows)
     print(f"total {time.perf_counter() - t0:.1f} s", file=sys.stderr)
 
 

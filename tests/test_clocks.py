@@ -99,3 +99,219 @@ def test_clock_ref_forms_and_a_missing_boost_clock() -> None:
     assert reference_clock("boost", plain_hz=1.6e9, boost_hz=1.98e9, base_hz=None) == (1.98e9, "boost")
     with pytest.raises(UsageError, match="no base clock"):
         reference_clock("base", plain_hz=1.6e9, boost_hz=1.98e9, base_hz=None)
+
+
+# ------------------------------------------------------------------ measured clock elasticity
+
+
+def test_elasticity_from_two_clock_duration_pairs() -> None:
+    from nsightwrap.analysis.clocks import measured_elasticity
+
+    # a GEMM whose cycles are fixed: 1.6 -> 1.35 GHz takes it 178 -> 211 us: e = 1
+    assert measured_elasticity(178_000.0, 1.60e9, 178_000.0 * 1.60 / 1.35, 1.35e9) == pytest.approx(1.0)
+    # a DRAM-bound add barely moves: 44.6 -> 45.4 us over 1.975 -> 1.41 GHz: e ~ 0.05
+    e = measured_elasticity(44_600.0, 1.975e9, 45_400.0, 1.41e9)
+    assert e == pytest.approx(math.log(45_400 / 44_600) / math.log(1.975 / 1.41))
+    assert 0.0 < e < 0.1
+    # clocks 2% apart say nothing; missing or non-positive values give nothing
+    assert measured_elasticity(100.0, 1.98e9, 101.0, 1.94e9) is None
+    assert measured_elasticity(None, 1.98e9, 101.0, 1.4e9) is None
+    assert measured_elasticity(100.0, 1.98e9, 0.0, 1.4e9) is None
+
+
+def test_normalization_follows_the_measured_elasticity() -> None:
+    rows = pd.DataFrame(
+        {
+            "duration_ns": [40_000.0, 40_000.0, 40_000.0, 40_000.0],
+            "sm_clock_hz": [1.6e9] * 4,
+            "sm_throughput_pct": [90.0, 5.0, 90.0, 5.0],
+            "memory_throughput_pct": [30.0, 80.0, 30.0, 80.0],
+            "elasticity": [0.8, 0.1, 1.07, math.nan],
+        }
+    )
+    out = normalize_kernels(rows, 2.0e9)
+    # t(f) = t_k * (f_k / f) ** e, e clamped to [0, 1]; the last kernel keeps the heuristic (DRAM: 0)
+    assert out["normalized_ns"].tolist() == pytest.approx(
+        [40_000 * 0.8**0.8, 40_000 * 0.8**0.1, 40_000 * 0.8, 40_000.0]
+    )
+    assert out["elasticity_source"].tolist() == ["measured", "measured", "measured", "heuristic"]
+    assert out["elasticity"].tolist()[2] == pytest.approx(1.07)  # the raw value is kept
+    assert out["clock_model"].tolist() == ["compute", "memory", "compute", "memory"]
+
+
+def test_kernels_pair_with_their_twins_by_range_and_launch_order(ref_dir) -> None:
+    """The real reference report against itself with the clock lowered by hand on one range only:
+    kernels of that range get e, the rest (clocks unchanged, or no twin) keep the heuristic."""
+    from nsightwrap.analysis.clocks import attach_base
+
+    k = read_ncu_rep(ref_dir / "workload.ncu-rep")
+    base = k.copy()
+    mine = base["nvtx_path"] == "mm_large/mm_large/iter1"
+    base.loc[mine, "sm_clock_hz"] = base.loc[mine, "sm_clock_hz"] * 0.8
+    base.loc[mine, "duration_ns"] = base.loc[mine, "duration_ns"] / 0.8
+    base = base[base["nvtx_path"] != "mm_small/mm_small/iter2"]  # no twin for this one
+    out, measured = attach_base(k, base)
+    assert measured == int(mine.sum()) == 1
+    row = out[k["nvtx_path"] == "mm_large/mm_large/iter1"].iloc[0]
+    assert row["elasticity"] == pytest.approx(1.0) and row["elasticity_source"] == "measured"
+    assert row["base_sm_clock_hz"] == pytest.approx(row["sm_clock_hz"] * 0.8)
+    lonely = out[k["nvtx_path"] == "mm_small/mm_small/iter2"].iloc[0]
+    assert math.isnan(lonely["base_duration_ns"]) and lonely["elasticity_source"] == "heuristic"
+    same = out[k["nvtx_path"] == "mm_skinny/mm_skinny/iter0"].iloc[0]
+    assert same["base_duration_ns"] == same["duration_ns"] and math.isnan(same["elasticity"])
+    # a kernel of another name at the same position is no twin
+    renamed = base.assign(kernel="other_kernel")
+    assert attach_base(k, renamed)[1] == 0
+    assert attach_base(k, None)[1] == 0
+
+
+# ------------------------------------------------------------------ the clock-sweep pass of profile
+
+
+def test_base_pass_argv_keeps_the_filter_and_the_users_ncu_arguments() -> None:
+    from pathlib import Path
+
+    from nsightwrap.run.clocksweep import BASE_METRICS, base_argv, clock_trouble
+
+    ncu = ["/x/ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", "regex:nsightwrap@.*/iter[0-9]+/",
+           "--set", "full", "--metrics", "a,b", "-o", "/r/ncu/report", "-f", "--cache-control", "none",
+           "python3", "bench.py", "-o", "x"]  # fmt: skip
+    got = base_argv(ncu, Path("/r/ncu-base/report"))
+    assert got == [
+        "/x/ncu", "--clock-control", "base", "--nvtx", "--nvtx-include", "regex:nsightwrap@.*/iter[0-9]+/",
+        "--metrics", ",".join(BASE_METRICS), "-o", "/r/ncu-base/report", "-f", "--cache-control", "none",
+        "python3", "bench.py", "-o", "x",  # the target's own "-o" is not ncu's
+    ]  # fmt: skip
+    # the user chose the clock control in --ncu-args: no sweep
+    assert base_argv([*ncu[:13], "--clock-control", "base", *ncu[13:]], Path("/r")) is None
+    assert clock_trouble("==PROF== Connected\n==ERROR== Failed to lock clocks (permission)\n") == (
+        "==ERROR== Failed to lock clocks (permission)"
+    )
+    assert clock_trouble("==WARNING== Note: Running with unmodified GPU clocks.") is None
+
+
+def _profile(capsys, monkeypatch, tmp_path, *args, mode=""):
+    from fake_tools.harness import TARGET, profile, use_fakes
+
+    log = use_fakes(monkeypatch, tmp_path)
+    if mode:
+        monkeypatch.setenv("FAKE_TOOLS_MODE", mode)
+    return profile(capsys, "-o", "run", "--passes", "plain,ncu", *args, str(TARGET)), log
+
+
+def test_profile_measures_elasticity_from_the_real_base_clock_report(tmp_path, monkeypatch, capsys) -> None:
+    """The fake ncu writes the reference workload's real H200 reports: at --clock-control none and,
+    for the sweep, at --clock-control base. Every kernel gets its measured e."""
+    from fake_tools.harness import manifest, passes, tool_calls
+
+    from nsightwrap.analysis.load import analyze
+
+    r, log = _profile(capsys, monkeypatch, tmp_path)
+    assert r.code == 0, r.err
+    m = manifest(tmp_path / "run")
+    assert [p["name"] for p in m["passes"]] == ["plain", "ncu", "ncu-base"]
+    sweep = passes(m)["ncu-base"]
+    assert sweep["status"] == "ok" and sweep["env"]["NSIGHTWRAP_PASS"] == "ncu"
+    assert "ncu-base/report.ncu-rep" in sweep["files"] and m["settings"]["clock_sweep"] is True
+    calls = [c for c in tool_calls(log) if c[0] == "ncu" and "--version" not in c]
+    assert [c[2] for c in calls] == ["none", "base"]
+    assert "ncu-base pass: ok" in r.err
+    result = analyze(tmp_path / "run")
+    kernels = [k for b in result.benchmarks if b.ncu for k in b.ncu.kernels]
+    assert kernels and all(k.elasticity_source == "measured" for k in kernels)
+    assert all(k.base_sm_clock_hz is not None and k.base_sm_clock_hz < k.sm_clock_hz for k in kernels)  # type: ignore[operator]
+    by = {b.name: [k.elasticity for k in b.ncu.kernels] for b in result.benchmarks if b.ncu}
+    assert all(e is not None and e > 0.8 for e in by["mm_large"])  # compute-bound GEMM follows the clock
+    assert all(e is not None and e < 0.3 for e in by["mm_skinny"])  # the memory-bound GEMV barely does
+    assert not any("clock-sweep" in n or "clock elasticit" in n for n in result.notes)
+
+
+def test_no_clock_sweep_skips_the_pass_and_says_the_elasticities_are_guesses(tmp_path, monkeypatch, capsys) -> None:
+    from fake_tools.harness import manifest, passes, tool_calls
+
+    from nsightwrap.analysis.load import analyze
+
+    r, log = _profile(capsys, monkeypatch, tmp_path, "--no-clock-sweep")
+    assert r.code == 0, r.err
+    p = passes(manifest(tmp_path / "run"))["ncu-base"]
+    assert (p["status"], p["message"]) == ("skipped", "--no-clock-sweep")
+    assert sum(1 for c in tool_calls(log) if c[0] == "ncu" and "--version" not in c) == 1
+    result = analyze(tmp_path / "run")
+    assert any(n.startswith("no clock-sweep pass (--no-clock-sweep)") and "guess" in n for n in result.notes)
+    assert all(k.elasticity_source == "heuristic" for b in result.benchmarks if b.ncu for k in b.ncu.kernels)
+
+
+def test_a_failing_clock_sweep_leaves_the_run_intact(tmp_path, monkeypatch, capsys) -> None:
+    from fake_tools.harness import manifest, passes
+
+    from nsightwrap.analysis.load import analyze
+
+    r, _ = _profile(capsys, monkeypatch, tmp_path, mode="ncu-base-fail")
+    assert r.code == 0, r.err  # a warning, never a failed run
+    m = manifest(tmp_path / "run")
+    assert m["status"] == "complete" and passes(m)["ncu"]["status"] == "ok"
+    sweep = passes(m)["ncu-base"]
+    assert sweep["status"] == "failed" and "could not lock the clock" in sweep["message"]
+    assert "warning: clock-sweep pass (ncu --clock-control base): ncu could not lock the clock" in r.err
+    assert "heuristic" in r.err
+    result = analyze(tmp_path / "run")
+    assert any(n.startswith("the clock-sweep pass failed") for n in result.notes)
+    assert result.benchmarks and all(
+        k.elasticity_source == "heuristic" for b in result.benchmarks if b.ncu for k in b.ncu.kernels
+    )
+
+
+def test_a_clock_that_did_not_move_is_told_apart_from_a_measurement(tmp_path, monkeypatch, capsys) -> None:
+    from nsightwrap.analysis.load import analyze
+
+    r, _ = _profile(capsys, monkeypatch, tmp_path, mode="ncu-base-nolock")
+    assert r.code == 0, r.err
+    result = analyze(tmp_path / "run")
+    assert any("ncu could not lock the clock lower" in n for n in result.notes)
+    assert all(k.elasticity_source == "heuristic" for b in result.benchmarks if b.ncu for k in b.ncu.kernels)
+
+
+def test_real_h200_run_with_its_clock_sweep() -> None:
+    """fixtures/runs/h200-clock-sweep: nsightwrap profile --passes plain,ncu on the H200, clock
+    sweep included. Each kernel carries both ncu measurements and its measured e; the report
+    shows e per kernel and the three readings of the timer side by side."""
+    from pathlib import Path
+
+    from nsightwrap.analysis.load import analyze
+    from nsightwrap.export.jsonio import load_report_json, report_to_dict, write_report_json
+    from nsightwrap.export.markdown import render_markdown
+
+    run = Path(__file__).resolve().parent.parent / "fixtures" / "runs" / "h200-clock-sweep"
+    result = analyze(run)
+    by = {b.name: b for b in result.benchmarks}
+    assert set(by) == {"add_4k", "add_16m", "mm_square"}
+    for b in by.values():
+        assert b.ncu is not None and b.ncu.kernels
+        for k in b.ncu.kernels:
+            assert k.elasticity_source == "measured"
+            assert k.base_duration_ns and k.base_sm_clock_hz and k.sm_clock_hz
+            assert k.base_sm_clock_hz < 0.85 * k.sm_clock_hz  # base locked 1.28-1.49 GHz there
+    mm = by["mm_square"].ncu.kernels  # type: ignore[union-attr]
+    assert all(0.9 < (k.elasticity or 0) < 1.1 for k in mm)
+    assert all(abs(k.elasticity or 0) < 0.25 for k in by["add_16m"].ncu.kernels)  # type: ignore[union-attr]
+    # normalization follows e: the GEMM's time moves with the clock, the large add's barely
+    t = by["mm_square"].timer
+    assert t is not None and t.kernel_ns is not None and t.sample_clock_source == "stamps"
+    assert any(n.startswith("events ") and "(CUPTI), ncu " in n for n in by["add_4k"].notes)
+    doc = report_to_dict(result)
+    k0 = doc["benchmarks"][0]["ncu"]["kernels"][0]
+    assert {"elasticity", "elasticity_source", "base_duration_ns", "base_sm_clock_hz", "duration_ns", "sm_clock_hz"} <= set(k0)
+    md = render_markdown(result)
+    assert "| e | at base clock |" in md and " @ " in md
+    back = _round_trip(result, write_report_json, load_report_json)
+    assert back.benchmarks[0].ncu.kernels[0].elasticity == result.benchmarks[0].ncu.kernels[0].elasticity  # type: ignore[union-attr]
+
+
+def _round_trip(result, write, load):  # type: ignore[no-untyped-def]
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "report.json"
+        write(result, path)
+        return load(path)

@@ -76,7 +76,7 @@ def test_result_str_is_readable(ref_dir) -> None:
     text = str(_mm_large(ref_dir))
     assert text.startswith("mm_large: median 273.9 us")
     assert "n=20" in text and "744.9 TFLOP/s" in text and "SM 1.58 GHz" in text
-    assert "2 samples throttled (sw_power_cap)" in text
+    assert "2 samples left out (SM clock), NVML: sw_power_cap" in text
     assert "L2 flushed; queue held; -1.3 us empty window" in text
 
 
@@ -232,57 +232,102 @@ def _accuracy_module():
     spec = importlib.util.spec_from_file_location("timer_accuracy", ROOT / "benchmarks" / "timer_accuracy.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
+    sys.modules["timer_accuracy"] = mod  # its dataclasses resolve their annotations through it
     spec.loader.exec_module(mod)
     return mod
 
 
+def _accuracy_plain(timer_ns: float, ref: float, nv: float, dbc: float, tri: float, naive: float,
+                    clock: float, rounds: int = 3) -> dict:
+    timer = {"median_ns": timer_ns, "sm_clock_hz": clock, "clock_source": "stamps", "kernel_ns": None,
+             "throttled": 0, "n": 200, "method": {"overhead_ns": 1300.0, "calls_per_sample": 1}}
+    recs = [{"timer": dict(timer, median_ns=timer_ns + 10.0 * (r - 1)), "ref_ns": ref, "do_bench_cuda_ns": [dbc] * 3,
+             "triton_ns": tri, "naive_ns": [naive] * 3} for r in range(rounds)]
+    return {"rounds": recs, "nvbench_ns": [nv] * rounds}
+
+
 def test_accuracy_table_from_h200_figures() -> None:
-    """DEVICE figures: mm_small ncu 12.3 us at 1.79 GHz (SM-bound: scaled to the timer's 1.98 GHz),
-    mm_skinny ncu 29.6 us, DRAM-bound: compared unscaled."""
+    """H200 figures: a 2 us add and a compute-bound GEMM; ncu at none and at base give e."""
     acc = _accuracy_module()
-    assert acc.parse_args(["--only", "mm_small,mm_skinny"]).names == ["mm_small", "mm_skinny"]
-    ncu_rows = [
-        {"nvtx_path": f"nsightwrap:mm_small/iter{i}", "duration_ns": d, "sm_clock_hz": 1.79e9,
-         "sm_throughput_pct": 60.0, "dram_throughput_pct": 40.0}
-        for i, d in enumerate([12300.0, 12200.0, 12400.0])
+    assert acc.parse_args(["--only", "add_4k,mm_square"]).names == ["add_4k", "mm_square"]
+    none = [
+        {"nvtx_path": f"nsightwrap:add_4k/iter{i}", "duration_ns": d, "sm_clock_hz": 1.94e9,
+         "sm_throughput_pct": 2.0, "dram_throughput_pct": 1.0}
+        for i, d in enumerate([2300.0, 2290.0, 2310.0])
     ] + [
-        {"nvtx_path": f"nsightwrap:mm_skinny/iter{i}", "duration_ns": 29600.0, "sm_clock_hz": 1.83e9,
-         "sm_throughput_pct": 20.0, "dram_throughput_pct": 85.0}
+        {"nvtx_path": f"nsightwrap:mm_square/iter{i}", "duration_ns": 178_000.0, "sm_clock_hz": 1.60e9,
+         "sm_throughput_pct": 90.0, "dram_throughput_pct": 30.0}
         for i in range(3)
-    ] + [{"nvtx_path": "nsightwrap:mm_small", "duration_ns": 39000.0, "sm_clock_hz": 1.9e9}]  # flush: ignored  # fmt: skip
-    refs = acc.ncu_refs(ncu_rows)
-    assert refs["mm_small"].iterations_ns == (12300.0, 12200.0, 12400.0)
-    assert refs["mm_small"].bound == "sm" and refs["mm_skinny"].bound == "memory"
+    ] + [{"nvtx_path": "nsightwrap:add_4k", "duration_ns": 39000.0, "sm_clock_hz": 1.9e9}]  # flush: ignored  # fmt: skip
+    base = [
+        {"nvtx_path": f"nsightwrap:add_4k/iter{i}", "duration_ns": 2400.0, "sm_clock_hz": 1.40e9} for i in range(3)
+    ] + [
+        {"nvtx_path": f"nsightwrap:mm_square/iter{i}", "duration_ns": 178_000.0 * 1.60 / 1.35, "sm_clock_hz": 1.35e9}
+        for i in range(3)
+    ]  # fmt: skip
+    refs, base_refs = acc.ncu_refs(none), acc.ncu_refs(base)
+    assert refs["add_4k"].iterations_ns == (2300.0, 2290.0, 2310.0)
+    assert acc.elasticity(refs["mm_square"], base_refs["mm_square"]) == pytest.approx(1.0)
+    e_add = acc.elasticity(refs["add_4k"], base_refs["add_4k"])
+    assert e_add == pytest.approx(math.log(2400 / 2300) / math.log(1.94 / 1.40))  # 0.13
+    kernels = {
+        "add_4k": _accuracy_plain(2340.0, 2330.0, 3900.0, 4290.0, 4220.0, 15980.0, clock=1.90e9),
+        "mm_square": _accuracy_plain(180_000.0, 181_000.0, 195_000.0, 184_000.0, 200_000.0, 181_000.0, clock=1.55e9),
+    }
+    plain = {
+        "kernels": {k: {"rounds": v["rounds"]} for k, v in kernels.items()},
+        "nvbench": {k: {"rounds_ns": v["nvbench_ns"], "clock_hz": [1.9e9] * 3} for k, v in kernels.items()},
+    }
+    add, mm = acc.build_rows(plain, refs, base_refs)
+    assert add["ncu_ns"] == 2300.0 and add["timer_ns"] == 2340.0
+    assert add["timer_err_pct"] == pytest.approx((2340 / 2300 - 1) * 100)  # +1.7
+    assert add["target_pct"] == 5.0 and add["meets_target"] and add["near_reference"] and add["beats_peers"]
+    assert add["timer_spread_pct"] == pytest.approx(20 / 2300 * 100)  # 2330, 2340, 2350 over the rounds
+    # the GEMM follows the clock (e = 1): ncu at the timer's 1.55 GHz is 178 * 1.60 / 1.55 us
+    assert mm["matched_ns"] == pytest.approx(178_000.0 * 1.60 / 1.55)
+    assert mm["timer_matched_err_pct"] == pytest.approx((180_000 / (178_000 * 1.60 / 1.55) - 1) * 100)
+    assert mm["target_pct"] == 3.0 and mm["meets_target"]
+    table = acc.markdown_table([add, mm])
+    assert "| add_4k | 2.30 | 2.34 (+1.7) | 3.64 (+58.3) | 2.33 (+1.3) | 3.90 (+69.6) |" in table
+    assert table.splitlines()[2].endswith("| 5 % | yes |")
+    assert "+0.13" in acc.clock_table([add, mm]) and "+1.00" in acc.clock_table([add, mm])
+    assert acc.summary_lines([add, mm])[0].endswith(": 2 of 2")
+    # the timer further from ncu than the reference loop by more than a point is reported
+    slow = acc.build_rows({"kernels": {"add_4k": {"rounds": _accuracy_plain(2400.0, 2310.0, 3900.0, 4290.0, 4220.0, 15980.0, clock=1.9e9)["rounds"]}}}, refs)[0]
+    assert not slow["near_reference"] and "behind the reference loop" in acc.markdown_table([slow])
 
-    def plain(timer_ns: float, naive: float, dbc: float, tri: float) -> dict:
-        method = {"overhead_ns": 1300.0, "calls_per_sample": 1}
-        return {
-            "timer": {"median_ns": timer_ns, "sm_clock_hz": 1.98e9, "method": method},
-            "naive_ns": [naive] * 3,
-            "do_bench_cuda_ns": [dbc] * 3,
-            "triton_ns": tri,
-        }
 
-    rows = acc.build_rows(
-        {
-            "mm_small": plain(11400.0, 26800.0, 16400.0, 17500.0),
-            "mm_skinny": plain(28400.0, 33300.0, 36100.0, 38300.0),
-        },
-        refs,
-    )
-    small, skinny = rows
-    assert small["ref_ns"] == pytest.approx(12300.0 * 1.79 / 1.98)  # 11119.7 ns
-    assert small["timer_err_pct"] == pytest.approx((11400.0 / (12300.0 * 1.79 / 1.98) - 1) * 100)
-    assert small["timer_raw_ns"] == 12700.0
-    assert small["naive_err_pct"] == pytest.approx(141.0, abs=0.1)
-    assert small["meets_target"] and small["beats_others"]
-    assert skinny["ref_ns"] == 29600.0 and skinny["scaled"] is False
-    assert skinny["timer_err_pct"] == pytest.approx(-4.05, abs=0.01) and not skinny["meets_target"]
-    table = acc.markdown_table(rows)
-    assert "| mm_small | 12.30 | 1.790 | 1.980 | sm | 11.12 | 11.40 (+2.5) |" in table
-    assert "| mm_skinny | 29.60 | 1.830 | 1.980 | memory, unscaled | 29.60 | 28.40 (-4.1) |" in table
-    assert table.splitlines()[2].endswith("| 3 % | yes |")
-    assert table.splitlines()[3].endswith("| 3 % | NO |")
+def test_tables_are_made_again_from_a_saved_run(tmp_path) -> None:
+    acc = _accuracy_module()
+    none = [{"nvtx_path": f"nsightwrap:add_4k/iter{i}", "duration_ns": 2200.0, "sm_clock_hz": 1.94e9,
+             "sm_throughput_pct": 2.0, "dram_throughput_pct": 1.0} for i in range(3)]  # fmt: skip
+    base = [{"nvtx_path": f"nsightwrap:add_4k/iter{i}", "duration_ns": 2300.0, "sm_clock_hz": 1.47e9} for i in range(3)]
+    plain = {"kernels": {"add_4k": {"rounds": _accuracy_plain(2370.0, 2300.0, 3710.0, 4400.0, 4260.0, 19440.0, clock=1.96e9)["rounds"]}},
+             "nvbench": {"add_4k": {"rounds_ns": [3710.0] * 3, "clock_hz": [1.96e9] * 3}}, "reference_loop": True}  # fmt: skip
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"header": "Timer accuracy on an H200.", "plain": plain, "ncu_none": none,
+                                "ncu_base": base, "queue_study": {"nothing_behind_ns": 3810.0, "batch_16_ns": 4540.0}}))  # fmt: skip
+    text = acc.tables_from(path)
+    assert text.startswith("Timer accuracy on an H200.")
+    assert "| add_4k | 2.20 | 2.37 (+7.7) |" in text  # against ncu as measured
+    assert text.count("within 3% (>= 10 us) / 5% (2-10 us) of ncu: 0 of 1 (missed: add_4k)") == 2
+    assert "| 16 samples queued before one synchronize | 4.54 |" in text
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "timer_accuracy.py"), "--tables-from", str(path)],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 0 and out.stdout == text
+
+
+def test_nvbench_json_summaries_are_read() -> None:
+    acc = _accuracy_module()
+    doc = {"benchmarks": [{"states": [
+        {"axis_values": [{"name": "kernel", "type": "string", "value": "add_4k"}, {"name": "round", "value": 0}],
+         "summaries": [{"tag": "nv/cold/time/gpu/mean", "data": [{"name": "value", "type": "float64", "value": "3.9e-06"}]},
+                       {"tag": "nv/cold/sm_clock_rate/mean", "data": [{"name": "value", "value": "1.95e9"}]},
+                       {"tag": "nv/cold/sample_size", "data": [{"name": "value", "value": "1000"}]}]},
+        {"axis_values": [{"name": "kernel", "value": "add_4k"}], "is_skipped": True, "summaries": []},
+    ]}]}  # fmt: skip
+    got = acc.parse_nvbench_json(doc)
+    assert got["add_4k"]["rounds_ns"] == [pytest.approx(3900.0)] and got["add_4k"]["clock_hz"] == [1.95e9]
 
 
 def test_accuracy_script_help_runs_without_gpu() -> None:

@@ -14,7 +14,13 @@ from typing import Any
 
 import pandas as pd
 
-from nsightwrap.analysis.clocks import parse_clock_ref, plain_clock_from_samples, reference_clock
+from nsightwrap.analysis.clocks import (
+    MIN_CLOCK_STEP,
+    attach_base,
+    parse_clock_ref,
+    plain_clock_from_samples,
+    reference_clock,
+)
 from nsightwrap.analysis.model import ClockSample, Environment, RunResult, Settings, TimerStats
 from nsightwrap.analysis.power import attach_power
 from nsightwrap.analysis.reconcile import BenchmarkSpec, ncu_stats, nsys_stats, reconcile, specs_from_nvtx
@@ -22,7 +28,7 @@ from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, SIDECAR
 from nsightwrap.core.errors import NativeReaderCrashed, ReportParseError, UsageError
 from nsightwrap.parsers.sidecar import read_sidecar_doc
 from nsightwrap.run.merge import is_merged
-from nsightwrap.run.rundir import RunLayout, read_manifest
+from nsightwrap.run.rundir import CLOCK_SWEEP_PASS, RunLayout, read_manifest
 from nsightwrap.timer.stats import summarize
 
 
@@ -42,6 +48,8 @@ def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") 
 
     crashes: list[str] = []
     ncu = _read_ncu(layout, notes, crashes)
+    if ncu is not None:
+        ncu = _with_clock_sweep(ncu, layout, manifest, notes, crashes)
     nsys = _read_nsys(layout, notes)
     sidecars = [(p, read_sidecar_doc(p)) for p in sorted(layout.pass_dir("plain").glob(SIDECAR_GLOB))]
     env = environment(
@@ -128,7 +136,27 @@ def _spec(entry: Any, where: str) -> BenchmarkSpec:
         clock_source=str(entry.get("clock_source") or "none"),
         method=dict(entry.get("method") or {}),
     )
+    timer = replace(timer, **_timer_extras(entry))
     return BenchmarkSpec(name=name, nvtx_path=nvtx_path, params=params, iter_prefix=iter_prefix, timer=timer)
+
+
+def _timer_extras(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The sidecar-2 timer fields (CUPTI kernel time, throttled samples, reason codes); a
+    version-1 entry has none of them and gets the defaults."""
+    method: Mapping[str, Any] = entry["method"] if isinstance(entry.get("method"), Mapping) else {}
+    nums = [v for v in entry.get("kernel_samples_ns") or () if _opt(v) is not None]
+    return {
+        "kernel_ns": _opt(entry.get("kernel_ns")),
+        "kernel_samples_ns": tuple(float(v) for v in nums),
+        # Version 1 counted NVML-flagged samples there (kept in samples_ns): only version 2, which
+        # writes rejected_ns, means samples left out.
+        "throttled": int(entry.get("throttled") or 0) if "rejected_ns" in entry else 0,
+        "rejected_ns": tuple(float(v) for v in entry.get("rejected_ns") or () if _opt(v) is not None),
+        "rejected_clock_hz": tuple(_opt(v) for v in entry.get("rejected_clock_hz") or ()),
+        "throttle_threshold_hz": _opt(method.get("throttle_threshold_hz")),
+        "sample_clock_source": str(method.get("sample_clock_source") or "none"),
+        "reasons": tuple(str(r) for r in entry.get("reasons") or ()),
+    }
 
 
 def _timer_stats(
@@ -163,6 +191,13 @@ def _merge_specs(specs: Sequence[BenchmarkSpec]) -> list[BenchmarkSpec]:
                 a.samples_ns + b.samples_ns, clocks,
                 sm_clock_hz=a.sm_clock_hz, clock_source=a.clock_source, method=dict(a.method),
             )  # fmt: skip
+            pooled = replace(
+                pooled, kernel_ns=a.kernel_ns, kernel_samples_ns=a.kernel_samples_ns + b.kernel_samples_ns,
+                throttled=a.throttled + b.throttled, rejected_ns=a.rejected_ns + b.rejected_ns,
+                rejected_clock_hz=a.rejected_clock_hz + b.rejected_clock_hz,
+                throttle_threshold_hz=a.throttle_threshold_hz, sample_clock_source=a.sample_clock_source,
+                reasons=tuple(dict.fromkeys(a.reasons + b.reasons)),
+            )  # fmt: skip
             seen[s.nvtx_path] = replace(have, timer=pooled)
     return list(seen.values())
 
@@ -195,6 +230,44 @@ def _read_ncu(layout: RunLayout, notes: list[str], crashes: list[str] | None = N
         if crashes is not None:
             crashes.append(str(exc))
         return None
+
+
+def _with_clock_sweep(
+    ncu: pd.DataFrame, layout: RunLayout, manifest: Mapping[str, Any], notes: list[str], crashes: list[str]
+) -> pd.DataFrame:
+    """The ncu kernels with the base-clock pass's twins and measured elasticities
+    (``clocks.attach_base``), and a note saying where the elasticities are only a guess."""
+    rec = next((p for p in manifest.get("passes") or [] if isinstance(p, Mapping) and p.get("name") == CLOCK_SWEEP_PASS), None)
+    base = None
+    if layout.ncu_base_report.is_file():
+        from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
+
+        try:
+            base = read_ncu_rep_isolated(layout.ncu_base_report)
+        except NativeReaderCrashed as exc:
+            crashes.append(str(exc))
+            notes.append(f"clock-sweep report unreadable ({exc})")
+    out, measured = attach_base(ncu, base)
+    guess = "clock elasticities are a guess from ncu's throughput counters (1 if SM-bound, 0 if DRAM-bound)"
+    if base is None:
+        if rec is None or rec.get("status") == "skipped":
+            why = (rec or {}).get("message") or "not run"
+            notes.append(f"no clock-sweep pass ({why}): {guess}")
+        else:
+            notes.append(f"the clock-sweep pass {rec.get('status')}: {rec.get('message') or 'no report'}; {guess}")
+    elif measured == 0:
+        clocks = pd.to_numeric(base["sm_clock_hz"], errors="coerce")
+        notes.append(
+            f"the clock-sweep pass measured no kernel at a clock {MIN_CLOCK_STEP:.0%} or more apart "
+            f"(base pass {clocks.min() / 1e9:.2f}-{clocks.max() / 1e9:.2f} GHz): ncu could not lock the clock "
+            f"lower; {guess}"
+        )
+    elif measured < len(out):
+        notes.append(
+            f"clock elasticity measured for {measured} of {len(out)} ncu kernels; the others keep the "
+            "heuristic (no twin in the base-clock pass, or their two clocks were too close)"
+        )
+    return out
 
 
 def _read_nsys(layout: RunLayout, notes: list[str]) -> Any:

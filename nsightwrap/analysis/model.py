@@ -109,6 +109,21 @@ class TimerStats:
     clock_source: str
     sample_clock_hz: tuple[float, ...] | None
     method: Mapping[str, Any]
+    #: CUPTI kernel time of one call: median over a few extra, untimed calls of the sum of the
+    #: call's kernel durations (ns; ``torch.profiler``), and the per-call values. None where the
+    #: reading was off (under nsys or ncu, beside another profiler) or failed.
+    kernel_ns: float | None = None
+    kernel_samples_ns: tuple[float, ...] = ()
+    #: Samples left out of the statistics because their SM clock was under the threshold.
+    throttled: int = 0
+    rejected_ns: tuple[float, ...] = ()
+    rejected_clock_hz: tuple[float | None, ...] = ()
+    #: The threshold (Hz; ``throttle_threshold`` x the maximum SM clock), None when off.
+    throttle_threshold_hz: float | None = None
+    #: Where ``sample_clock_hz`` came from: ``stamps`` (measured on the GPU), ``nvml`` or ``none``.
+    sample_clock_source: str = "none"
+    #: Reason codes of the timer (``nsightwrap.timer.result.Reason``).
+    reasons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,7 @@ def base_name(kernel: str) -> str:
 _NCU_COLUMNS = (
     "launch_id", "kernel", "kernel_short", "duration_ns", "sm_clock_hz", "sm_throughput_pct",
     "memory_throughput_pct", "dram_throughput_pct", "nvtx_ranges",
+    "base_duration_ns", "base_sm_clock_hz", "elasticity",  # the clock-sweep pass (clocks.attach_base)
 )  # fmt: skip
 
 
@@ -133,6 +134,10 @@ def ncu_stats(kernels: pd.DataFrame, spec: BenchmarkSpec, ref_clock_hz: float | 
             memory_throughput_pct=number_or_none(r.memory_throughput_pct),
             clock_model=ClockModel(r.clock_model),
             normalized_ns=float(r.normalized_ns),  # type: ignore[arg-type]
+            elasticity=number_or_none(r.elasticity),
+            elasticity_source=str(r.elasticity_source),
+            base_duration_ns=number_or_none(getattr(r, "base_duration_ns", None)),
+            base_sm_clock_hz=number_or_none(getattr(r, "base_sm_clock_hz", None)),
         )
         rows.append(kt)
         per_iter.setdefault(kt.iteration, []).append(kt)
@@ -418,7 +423,7 @@ def find_causes(
                         "kernels_rescaled": n_comp,
                         "kernels_memory_bound": n_mem,
                     },
-                    "measure the SM clock on the GPU during the work (timer probe) or give --clock-ref HZ; "
+                    "measure the SM clock on the GPU during the work (nsightwrap.bench does, per sample) or give --clock-ref HZ; "
                     "lock clocks (nvidia-smi -lgc) for stable numbers",
                 )
             )
@@ -556,16 +561,32 @@ def reconcile(
     if timer is not None and ncu is not None and n_ncu and ncu.normalized_ns and ncu.median_ns:
         ratio = timer.median_ns / ncu.normalized_ns
         ratio_raw = timer.median_ns / ncu.median_ns
+    if timer is not None and timer.kernel_ns is not None:
+        # The three readings of one call side by side: CUDA events (window), CUPTI (kernels only), ncu.
+        ncu_part = f", ncu {_us(ncu.median_ns)}" if ncu is not None and ncu.median_ns else ""
+        notes.append(f"events {_us(timer.median_ns)}, kernel {_us(timer.kernel_ns)} (CUPTI){ncu_part} per call")
+    if timer is not None and timer.throttled:
+        thr = f" under {_ghz(timer.throttle_threshold_hz)}" if timer.throttle_threshold_hz else ""
+        notes.append(
+            f"{timer.throttled} timer sample(s) ran with the SM clock{thr} and were left out of the statistics"
+        )
     if ncu is not None and ncu.excluded_kernels:
         notes.append(
             f"ncu profiled {ncu.excluded_kernels} kernel(s) in the benchmark range outside the iteration "
             "ranges (flush or warm-up): left out of the sums"
         )
     if ncu is not None and ncu.kernels and all(k.clock_model is ClockModel.MEMORY for k in ncu.kernels):
-        notes.append(
-            f"every kernel was judged DRAM-bound (memory % of peak at least {MEMORY_BOUND_MARGIN_PCT:.0f} points "
-            f"above SM %): ncu's time at {_ghz(ncu.sm_clock_hz)} is kept as measured, not rescaled"
-        )
+        if all(k.elasticity_source == "measured" for k in ncu.kernels):
+            notes.append(
+                f"every kernel barely follows the SM clock (measured clock elasticity "
+                f"{min(k.elasticity or 0.0 for k in ncu.kernels):.2f} to {max(k.elasticity or 0.0 for k in ncu.kernels):.2f}): "
+                f"ncu's time at {_ghz(ncu.sm_clock_hz)} moves little with the clock"
+            )
+        else:
+            notes.append(
+                f"every kernel was judged DRAM-bound (memory % of peak at least {MEMORY_BOUND_MARGIN_PCT:.0f} points "
+                f"above SM %): ncu's time at {_ghz(ncu.sm_clock_hz)} is kept as measured, not rescaled"
+            )
     nsys_work = nsys is not None and any(b > 0 for b in nsys.busy_ns)
     dis = disagreement(ncu, nsys)
     if timer is None:

@@ -239,6 +239,14 @@ def profile_command(
     no_analyze: Annotated[
         bool, typer.Option("--no-analyze", help="Do not analyse the run at the end.")
     ] = False,
+    no_clock_sweep: Annotated[
+        bool,
+        typer.Option(
+            "--no-clock-sweep",
+            help="Skip the clock-sweep pass (ncu again at --clock-control base, which measures how each "
+            "kernel's time follows the SM clock); clock elasticities are then guessed from ncu's counters.",
+        ),
+    ] = False,
     label: Annotated[
         list[str] | None,
         typer.Option(
@@ -300,7 +308,7 @@ def profile_command(
         metrics=DEFAULT_NCU_METRICS + tuple(m for m in extra_metrics if m not in DEFAULT_NCU_METRICS),
         section_set=section_set, ncu_extra=tuple(split_args(ncu_args, "--ncu-args")),
         nsys_extra=tuple(split_args(nsys_args, "--nsys-args")), quiet=quiet, verbose=verbose,
-        shard=_shard_spec(shard, shard_by, replicate, gpus),
+        shard=_shard_spec(shard, shard_by, replicate, gpus), clock_sweep=not no_clock_sweep,
     )  # fmt: skip
     if gpus is not None:
         g = GpuRun(gpus, s.target, target_tokens, output, replicate, shard_by, allow_failed_shards, quiet,

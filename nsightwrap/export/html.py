@@ -149,7 +149,10 @@ def _num(v: float | None, fmt: str) -> str:
 
 def _kernel_table(b: BenchmarkResult) -> str:
     assert b.ncu is not None
-    head = ["iter", "kernel", "duration", "SM clock", "cycles", "SM %", "memory %", "clock model", "at ref clock"]
+    head = [
+        "iter", "kernel", "duration", "SM clock", "cycles", "SM %", "memory %", "clock model", "e",
+        "at base clock", "at ref clock",
+    ]  # fmt: skip
     th = "".join(f'<th class="l">{h}</th>' if h in ("kernel", "clock model") else f"<th>{h}</th>" for h in head)
     body = []
     prev = None
@@ -161,6 +164,8 @@ def _kernel_table(b: BenchmarkResult) -> str:
             f"<td>{f.clock_hz(k.sm_clock_hz)}</td><td>{_num(k.cycles, ',.0f')}</td><td>{_num(k.sm_throughput_pct, '.1f')}</td>"
             f"<td>{_num(k.memory_throughput_pct, '.1f')}</td><td class='l'>{esc(k.clock_model.value)}</td>"
             f"<td>{f.time_ns(k.normalized_ns)}</td></tr>"
+            f"<td>{esc(f.elasticity(k.elasticity, k.elasticity_source))}</td>"
+            f"<td>{esc(f.base_run(k.base_duration_ns, k.base_sm_clock_hz))}</td>"
         )
     return f"<div class='scroll'><table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
 

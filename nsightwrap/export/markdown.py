@@ -72,10 +72,15 @@ def _kernels(b: BenchmarkResult) -> list[str]:
             _num(k.memory_throughput_pct, ".1f"),
             k.clock_model.value,
             f.time_ns(k.normalized_ns),
+            f.elasticity(k.elasticity, k.elasticity_source),
+            f.base_run(k.base_duration_ns, k.base_sm_clock_hz),
         ]
         for k in b.ncu.kernels
     ]
-    head = ["iter", "kernel", "duration", "SM clock", "cycles", "SM %", "memory %", "clock model", "at ref clock"]
+    head = [
+        "iter", "kernel", "duration", "SM clock", "cycles", "SM %", "memory %", "clock model", "e",
+        "at base clock", "at ref clock",
+    ]  # fmt: skip
     return [
         f"<details><summary>{html(f.label(b))}: {len(b.ncu.kernels)} kernels profiled by ncu</summary>",
         "",

@@ -25,6 +25,20 @@ def clock_hz(hz: float | None) -> str:
     return f"{hz / 1e9:.3f} GHz"
 
 
+def elasticity(e: float | None, source: str) -> str:
+    """A kernel's clock elasticity: ``0.89`` when measured, ``1 (guess)`` from the heuristic."""
+    if e is None or not math.isfinite(e):
+        return "-"
+    return f"{e:.2f}" if source == "measured" else f"{e:.0f} (guess)"
+
+
+def base_run(duration_ns: float | None, clock: float | None) -> str:
+    """The base-clock ncu measurement of a kernel: ``13.52 us @ 1.410 GHz``; ``-`` without one."""
+    if duration_ns is None or not math.isfinite(duration_ns):
+        return "-"
+    return f"{time_ns(duration_ns)} @ {clock_hz(clock)}"
+
+
 def ratio(r: float | None) -> str:
     """``1.30x``; ``-`` when there is nothing to compare."""
     return "-" if r is None or not math.isfinite(r) else f"{r:.2f}x"

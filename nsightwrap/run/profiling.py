@@ -33,6 +33,7 @@ from nsightwrap.core.errors import (
     NsightwrapError,
     ToolNotFound,
 )
+from nsightwrap.run.clocksweep import run_clock_sweep
 from nsightwrap.run.launch import (
     Command,
     CommandResult,
@@ -44,7 +45,7 @@ from nsightwrap.run.launch import (
     probe,
     run_command,
 )
-from nsightwrap.run.rundir import Manifest, PassRecord, RunLayout, write_manifest
+from nsightwrap.run.rundir import CLOCK_SWEEP_PASS, Manifest, PassRecord, RunLayout, write_manifest
 from nsightwrap.run.shards import ShardSpec, owns_nothing, shard_record
 from nsightwrap.run.smisampler import SamplerRecord, SmiSampler
 from nsightwrap.run.tools import (
@@ -104,13 +105,15 @@ class Settings:
     capture: bool = True
     #: ``--label FILE:LINE=NAME``: names for captured timings, by site.
     labels: tuple[tuple[str, str], ...] = ()
+    #: Run the clock-sweep pass (ncu again at --clock-control base) after the ncu pass.
+    clock_sweep: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {
             "passes": list(self.passes), "timeout_s": self.timeout_s, "fail_fast": self.fail_fast,
             "ncu_iters": self.ncu_iters, "nvtx_filter": list(self.nvtx_filter), "metrics": list(self.metrics),
             "set": self.section_set, "ncu_args": list(self.ncu_extra), "nsys_args": list(self.nsys_extra),
-            "capture": self.capture, "labels": dict(self.labels),
+            "clock_sweep": self.clock_sweep, "capture": self.capture, "labels": dict(self.labels),
         }  # fmt: skip
 
 
@@ -563,6 +566,38 @@ def sigterm_as_interrupt() -> Iterator[None]:
             signal.signal(signal.SIGTERM, old)
 
 
+def _clock_sweep(prof: Profiler, s: Settings, display: Display) -> None:
+    """The clock-sweep pass after a good ncu pass (nsightwrap.run.clocksweep). It never fails the
+    run: a failure is a warning, recorded in the manifest, and the analysis falls back."""
+    ncu = prof.records.get(PASS_NCU)
+    if not s.clock_sweep:
+        prof.records[CLOCK_SWEEP_PASS] = PassRecord(CLOCK_SWEEP_PASS, "skipped", message="--no-clock-sweep")
+        return
+    if ncu is None or ncu.status != "ok" or prof.interrupted:
+        why = "interrupted" if prof.interrupted else "the ncu pass did not succeed"
+        prof.records[CLOCK_SWEEP_PASS] = PassRecord(CLOCK_SWEEP_PASS, "skipped", message=why)
+        return
+    deadline = None if s.timeout_s is None else time.monotonic() + s.timeout_s
+    with display.pass_running(CLOCK_SWEEP_PASS, "ncu --clock-control base " + shlex.join(s.argv)):
+        rec, warning = run_clock_sweep(
+            prof, list(ncu.commands[0].argv), s.ncu_iters, prof._target_env(), deadline
+        )
+    prof.records[CLOCK_SWEEP_PASS] = rec
+    display.done(rec)
+    if warning:
+        display.warn(warning)
+
+
+def _pass_order(passes: tuple[str, ...], records: dict[str, PassRecord]) -> list[str]:
+    """The manifest's pass order: the requested passes, the clock sweep right after ncu."""
+    order = []
+    for name in passes:
+        order.append(name)
+        if name == PASS_NCU and CLOCK_SWEEP_PASS in records:
+            order.append(CLOCK_SWEEP_PASS)
+    return order
+
+
 def run_passes(
     s: Settings, layout: RunLayout, tools: dict[str, Tool], skipped: tuple[str, ...], display: Display
 ) -> tuple[int, str, list[Problem], bool]:
@@ -593,6 +628,8 @@ def run_passes(
                 with display.pass_running(name, shlex.join(s.argv)):
                     rec = runners[name](deadline)
                 display.done(rec)
+                if name == PASS_NCU:
+                    _clock_sweep(prof, s, display)
     except KeyboardInterrupt:
         prof.interrupted = True
     finally:
@@ -613,7 +650,7 @@ def run_passes(
         manifest = Manifest(
             status=status,
             target={"argv": list(s.target), "command": list(s.argv), "cwd": prof.cwd},
-            passes=tuple(prof.records[n] for n in s.passes),
+            passes=tuple(prof.records[n] for n in _pass_order(s.passes, prof.records)),
             tools=describe(list(prof.tools.values())),
             gpu=gpu, git=git, settings=s.to_json(),
             sampler=None if sampler is None else {

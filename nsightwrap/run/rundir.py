@@ -22,6 +22,9 @@ from nsightwrap.run.launch import CommandResult
 MANIFEST_FORMAT = "nsightwrap-run"
 MANIFEST_VERSION = 1
 MANIFEST_NAME = "manifest.json"
+#: The clock-sweep pass (the ncu pass again at ``--clock-control base``): its manifest name and
+#: directory; the target runs in it as under the ncu pass (NSIGHTWRAP_PASS=ncu).
+CLOCK_SWEEP_PASS = "ncu-base"
 #: ``format`` of the manifest of a run merged from shards (``nsightwrap merge``, ``--gpus``;
 #: written and read by nsightwrap.run.merge, documented in docs/cluster.md).
 MERGED_FORMAT = "nsightwrap-merged"
@@ -75,6 +78,15 @@ class RunLayout:
     @property
     def ncu_report(self) -> Path:
         return _plain_or_gz(self.pass_dir(PASS_NCU) / "report.ncu-rep")
+
+    @property
+    def ncu_base_report_base(self) -> Path:
+        """The clock-sweep pass's report (ncu at ``--clock-control base``), without suffix."""
+        return self.pass_dir(CLOCK_SWEEP_PASS) / "report"
+
+    @property
+    def ncu_base_report(self) -> Path:
+        return _plain_or_gz(self.pass_dir(CLOCK_SWEEP_PASS) / "report.ncu-rep")
 
     @property
     def nsys_report_base(self) -> Path:

@@ -1,12 +1,14 @@
 """The in-process timer (``nsightwrap.bench``): sample loop, result type, statistics, clocks.
 
 Imported inside the user's process. It imports only ``nsightwrap.core``, numpy, nvtx, NVML and
-(lazily, on the first measurement) torch: nothing from ``parsers``, ``analysis`` or ``export``.
+(lazily, on the first measurement) torch and Triton: nothing from ``parsers``, ``analysis`` or
+``export``.
 
 Modules: ``loop`` (``bench``: warm-up, held queue, flush, events, stopping), ``gpu`` (per-process
 GPU state), ``result`` (``BenchResult``), ``stats`` (statistics and the stopping rule), ``nvml``
-(NVML clock sampling), ``probe`` (the on-GPU clock probe), ``sweep`` (``benchmark``, ``Region``),
-``sidecar`` (the file the plain pass leaves for the analysis).
+(NVML clock sampling), ``stamps`` (each sample's SM clock
+from ``clock64`` and ``globaltimer``), ``kerneltime`` (the CUPTI kernel-only reading), ``sweep``
+(``benchmark``, ``Region``), ``sidecar`` (the file the plain pass leaves for the analysis).
 """
 
 from nsightwrap.timer.loop import bench, current_pass

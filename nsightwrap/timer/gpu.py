@@ -1,5 +1,6 @@
 """The GPU side of the timer, per process: torch (imported here only), the flush buffer, events,
-the GPU sleep that holds the queue, the empty-window cost, warm-up and CUDA-graph capture."""
+the GPU sleep that holds the queue, one timing sample (``window_ns``), the empty-window cost,
+warm-up and CUDA-graph capture."""
 
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ class Gpu:
         self.flush_bytes = 2 * int(props.L2_cache_size)
         self._flush_buf = torch.empty(self.flush_bytes // 4, dtype=torch.int32, device=f"cuda:{self.index}")
         self.empty_window_ns: float | None = None
+        self._empty: dict[tuple[bool, bool, bool], float] = {}
         self.has_sleep = hasattr(torch.cuda, "_sleep")
 
     def flush(self) -> None:
@@ -70,18 +72,67 @@ class Gpu:
     def event(self) -> Any:
         return self.torch.cuda.Event(enable_timing=True)
 
-    def measure_empty_window(self, reps: int = 50) -> float:
-        """Median ns between two events with nothing between them, queue held (cached)."""
-        if self.empty_window_ns is None:
-            pairs = [(self.event(), self.event()) for _ in range(reps)]
-            if self.has_sleep:  # hold the queue so the window holds no launch latency
-                self.sleep_s(0.002)
-            for s, e in pairs:
-                s.record()
-                e.record()
-            self.torch.cuda.synchronize()
-            self.empty_window_ns = float(summarize([s.elapsed_time(e) * 1e6 for s, e in pairs]).median)
-        return self.empty_window_ns
+    def measure_empty_window(
+        self, *, hold_cycles: int = 0, flush: bool = False, stamps: Any = None, reps: int = 30
+    ) -> float:
+        """Median ns between two events with nothing between them, taken exactly as a timing
+        sample is (same hold, flush and stamps before the start event, one sample per
+        synchronize, nothing queued behind the end event); cached per set-up."""
+        key = (hold_cycles > 0, flush, stamps is not None)
+        cache = self._empty
+        if key not in cache:
+            s, e = self.event(), self.event()
+            out = []
+            for _ in range(reps):
+                window_ns(self, None, s, e, hold_cycles=hold_cycles, flush=flush, stamps=stamps)
+                out.append(s.elapsed_time(e) * 1e6)
+            cache[key] = float(summarize(out).median)
+        self.empty_window_ns = cache[key]
+        return cache[key]
+
+
+def window_ns(
+    gpu: Gpu,
+    runner: Callable[[], Any] | None,
+    s: Any,
+    e: Any,
+    *,
+    hold_cycles: int,
+    flush: bool,
+    stamps: Any = None,
+    index: int | None = None,
+    nvtx: bool = True,
+) -> float:
+    """Take one sample: [hold] [flush] [stamp] start ``iter<index>``{runner} end [stamp],
+    synchronize; returns the event window in ns (``runner`` None: an empty window; ``nvtx``
+    False: no ``iter`` range, for calls that are not timing samples).
+
+    The synchronize before the next sample is queued is what keeps the window honest: queuing
+    many samples before one synchronize lengthened every window by up to ~0.8 us on an H200,
+    while one stamp kernel behind the end event changed nothing there (docs/timer.md). The
+    stamps sit right around the window, so their clock is the clock while fn ran.
+    """
+    torch = gpu.torch
+    if hold_cycles > 0:
+        torch.cuda._sleep(hold_cycles)
+    if flush:
+        gpu.flush()
+    slot = 0
+    if stamps is not None:
+        slot = stamps.capacity if index is None else index  # empty windows use the spare slot
+        stamps.before(slot)
+    s.record()
+    if runner is not None and nvtx:
+        DOMAIN.push_range(message=f"{contract.ITER_PREFIX}{index}")
+        runner()
+        DOMAIN.pop_range()
+    elif runner is not None:
+        runner()
+    e.record()
+    if stamps is not None:
+        stamps.after(slot)
+    e.synchronize()
+    return float(s.elapsed_time(e)) * 1e6
 
 
 #: Per-process state: the GPU, the results of this process (for the sidecar), live CUDA graphs.
@@ -136,18 +187,45 @@ def capture_graph(gpu: Gpu, fn: Callable[[], Any], k: int) -> Callable[[], Any]:
     return graph.replay
 
 
-def enqueue_cost_s(gpu: Gpu, runner: Callable[[], Any], flush_l2: bool, hold_s: float) -> float:
-    """Host seconds to queue one sample (flush, events, fn) while the GPU is busy sleeping."""
-    worst = 0.0
-    for _ in range(3):
+def enqueue_cost_s(
+    gpu: Gpu,
+    runner: Callable[[], Any],
+    flush_l2: bool,
+    hold_s: float,
+    stamps: Any = None,
+    parts: dict[str, float] | None = None,
+    reps: int = 4,
+) -> float:
+    """Host seconds to queue one sample (flush, stamp, start event, fn, end event, stamp) while
+    the GPU is busy sleeping: the second slowest of ``reps`` tries, so that one slow try (a GIL
+    hand-off, an NVML call in the sampler thread) does not set the hold for every sample. The
+    events are made beforehand, as the sample loop makes its pair once. ``parts`` receives the
+    median seconds of each step (``flush``, ``stamps``, ``fn`` with its events)."""
+    s, e = gpu.event(), gpu.event()
+    totals: list[float] = []
+    steps: dict[str, list[float]] = {"flush": [], "stamps": [], "fn": []}
+    for _ in range(reps):
         gpu.sleep_s(hold_s)
         t0 = time.perf_counter()
         if flush_l2:
             gpu.flush()
-        s, e = gpu.event(), gpu.event()
+        t1 = time.perf_counter()
+        if stamps is not None:
+            stamps.before(stamps.capacity)
+        t2 = time.perf_counter()
         s.record()
         runner()
         e.record()
-        worst = max(worst, time.perf_counter() - t0)
+        t3 = time.perf_counter()
+        if stamps is not None:
+            stamps.after(stamps.capacity)
+        t4 = time.perf_counter()
+        totals.append(t4 - t0)
+        steps["flush"].append(t1 - t0)
+        steps["stamps"].append((t2 - t1) + (t4 - t3))
+        steps["fn"].append(t3 - t2)
         gpu.torch.cuda.synchronize()
-    return worst
+    if parts is not None:
+        parts.update({k: sorted(v)[len(v) // 2] for k, v in steps.items()})
+    totals.sort()
+    return totals[-2] if len(totals) > 1 else totals[0]

@@ -3,9 +3,11 @@
 Imported inside the user's process, so it depends only on torch (imported lazily, on the first
 measurement), nvtx, NVML, numpy and nsightwrap's own light modules (no pandas).
 
-One sample is: [GPU sleep holding the queue] [L2 flush: write then read] start-event
-``iter<i>``{fn} end-event. Everything is queued while the GPU sleeps, so the event window
-holds the GPU work of ``fn`` and not the CPU's launch latency. Times are in ns, clocks in Hz.
+One sample is: [GPU sleep holding the queue] [L2 flush: write then read] [stamp] start-event
+``iter<i>``{fn} end-event, synchronize, [stamp]. The sample is queued while the GPU sleeps, so
+the event window holds the GPU work of ``fn`` and not the CPU's launch latency; it is the only
+sample queued, so nothing waits behind its end event (docs/timer.md says why that matters); the
+two stamps give its SM clock. Times are in ns, clocks in Hz.
 """
 
 
@@ -15,20 +17,43 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nsightwrap.core import contract
 from nsightwrap.core.errors import UsageError
 from nsightwrap.core.shard import in_shard, skipped_method
 from nsightwrap.timer.energy import energy_window
-from nsightwrap.timer.gpu import DOMAIN, STATE, Gpu, capture_graph, enqueue_cost_s, gpu_state, warmup
+from nsightwrap.timer.gpu import (
+    DOMAIN,
+    STATE,
+    Gpu,
+    capture_graph,
+    enqueue_cost_s,
+    gpu_state,
+    warmup,
+    window_ns,
+)
+from nsightwrap.timer.kerneltime import (
+    KERNEL_TIME_CALLS,
+    KernelCalls,
+    measure_kernel_time,
+    median_or_none,
+    profiler_busy,
+)
 from nsightwrap.timer.nvml import NvmlSampler, align, reason_names
-from nsightwrap.timer.probe import probe_clock
-from nsightwrap.timer.result import BenchResult, bench_name
+from nsightwrap.timer.result import BenchResult, Reason, bench_name
 from nsightwrap.timer.sidecar import sidecar_path, write_sidecar
-from nsightwrap.timer.stats import MAX_BATCH, Stopper, StopReason, StopRule, summarize
+from nsightwrap.timer.stamps import Stamps, finite
+from nsightwrap.timer.stats import Stopper, StopReason, StopRule, split_by_clock, summarize
 from nsightwrap.timer.thermal import thermal_guard
+
+#: Default throttle threshold: a sample whose SM clock is under this fraction of the GPU's
+#: maximum SM clock is left out of the statistics (nvbench's default, 0.75).
+DEFAULT_THROTTLE_THRESHOLD = 0.75
+#: Host pause after a batch with throttled samples, and its cap as it grows (seconds).
+THROTTLE_PAUSE_S = 0.05
+THROTTLE_PAUSE_MAX_S = 0.5
 
 
 def _check_name(name: str) -> None:
@@ -85,6 +110,8 @@ def bench(
     energy_s: float | None = None,
     thermal_margin_c: float | None = None,
     thermal_timeout_s: float | None = None,
+    throttle_threshold: float | None = DEFAULT_THROTTLE_THRESHOLD,
+    kernel_time: bool | None = None,
 ) -> BenchResult:
     """Time ``fn()`` (GPU work queued on the current stream) with CUDA events.
 
@@ -100,7 +127,16 @@ def bench(
     (NVML energy counter; default 1 s or NSIGHTWRAP_ENERGY_S; 0 turns it off); ``thermal_margin_c`` first waits, up to
     ``thermal_timeout_s`` (60 s), until the GPU is that many degrees below its slowdown temperature
     (NSIGHTWRAP_THERMAL_MARGIN_C / _TIMEOUT_S set them for every benchmark of a run).
+    Each sample's SM clock is measured on the GPU; samples under ``throttle_threshold`` times
+    the maximum SM clock are left out of the statistics (None keeps them all).
+    ``kernel_time`` adds the CUPTI kernel time of a few extra calls (``kernel_ns``); by default
+    it is on except under the nsys and ncu passes and beside another profiler.
     """
+    if throttle_threshold is not None and not 0 <= throttle_threshold < 1:
+        raise UsageError(
+            f"throttle_threshold={throttle_threshold} must be a fraction of the maximum SM clock below 1",
+            hint="e.g. throttle_threshold=0.75 (nvbench's default), or None to keep every sample",
+        )
     params = dict(params or {})
     base = name or getattr(fn, "__name__", "") or "bench"
     full = bench_name("bench" if base == "<lambda>" else base, params)
@@ -122,7 +158,7 @@ def bench(
             rule = StopRule(min_samples, max_samples, rel_precision, budget_s)
             result = _measure(
                 gpu, fn, full, params, flops, bytes, flush_l2, cuda_graph, graph_calls, hold_queue,
-                subtract_overhead, rule, warmup_s, stage, energy_s,
+                subtract_overhead, rule, warmup_s, stage, energy_s, throttle_threshold, kernel_time,
             )  # fmt: skip
     finally:
         DOMAIN.pop_range()
@@ -211,6 +247,8 @@ def _measure(
     warmup_s: float,
     stage: str | None,
     energy_s: float | None = None,
+    throttle_threshold: float | None = DEFAULT_THROTTLE_THRESHOLD,
+    kernel_time: bool | None = None,
 ) -> BenchResult:
     per_call_ns, warm_calls = warmup(gpu, fn, warmup_s)
     if flush_l2:
@@ -224,6 +262,7 @@ def _measure(
     method: dict[str, Any] = {
         "pass": stage or "standalone",
         "timing": "cuda_events",
+        "samples_per_sync": 1,
         "flush_l2": flush_l2,
         "flush": "write+read" if flush_l2 else "none",
         "flush_bytes": gpu.flush_bytes if flush_l2 else 0,
@@ -233,16 +272,52 @@ def _measure(
         "hold_queue": False,
         "sleep_cycles": 0,
     }
+    threshold_hz = _threshold_hz(gpu, throttle_threshold)
+    method["throttle_threshold"] = throttle_threshold
+    method["throttle_threshold_hz"] = threshold_hz
+    method["max_sm_clock_hz"] = gpu.max_sm_hz
+    stamps, why = Stamps.load(
+        gpu.torch, gpu.device["sm_count"], f"cuda:{gpu.index}", max(rule.max_samples, KERNEL_TIME_CALLS)
+    )
+    method["stamps"] = "ok" if stamps is not None else why
     # NVML runs from here on: its thread competes for the GIL, so the enqueue cost below is
     # measured with it running, as it will be during the timed loop.
     with NvmlSampler(gpu.nvml) as sampler:
-        samples, windows, reason = _sample_loop(
-            gpu, runner, flush_l2, cuda_graph, k, per_call_ns, hold_queue, subtract_overhead, rule, method
-        )
+        loop = _sample_loop(
+            gpu, runner, flush_l2, cuda_graph, k, per_call_ns, hold_queue, subtract_overhead, rule, method,
+            stamps, threshold_hz,
+        )  # fmt: skip
+        # Right after the samples, before the energy window heats the GPU: the same conditions.
+        kernel = _kernel_time(gpu, runner, k, flush_l2, method, stamps, stage, kernel_time)
         # Under nsys the window's thousands of launches would only swell the trace.
         energy_window(gpu, runner, k, per_call_ns, sampler, 0.0 if stage == contract.PASS_NSYS else energy_s)
-    probe_hz = probe_clock(gpu, runner, flush_l2, method, summarize(samples).median * k if samples else 0.0)
-    return _finish(name, params, flops, nbytes, samples, windows, reason, rule, method, sampler, probe_hz)
+    return _finish(name, params, flops, nbytes, loop, rule, method, sampler, kernel)
+
+
+def _threshold_hz(gpu: Gpu, fraction: float | None) -> float | None:
+    """The SM clock under which a sample counts as throttled (a fraction of the GPU's maximum)."""
+    if fraction is None or fraction <= 0:
+        return None
+    return fraction * gpu.max_sm_hz
+
+
+@dataclass
+class _Loop:
+    """What the sample loop took: every window, per call, with its SM clock and host time."""
+
+    raw_ns: list[float] = field(default_factory=list)  # event windows, nothing subtracted
+    per_call_ns: list[float] = field(default_factory=list)  # (window - overhead) / calls per sample
+    windows: list[tuple[float, float]] = field(default_factory=list)  # host time (s) of each window
+    clocks: list[float | None] = field(default_factory=list)  # SM clock from the stamps, Hz
+    spans_ns: list[float | None] = field(default_factory=list)  # globaltimer between the stamps
+    kept: list[int] = field(default_factory=list)
+    rejected: list[int] = field(default_factory=list)
+    reason: StopReason = StopReason.PRECISION
+    pauses_s: float = 0.0
+    elapsed_s: float = 0.0
+
+    def kept_samples(self) -> list[float]:
+        return [self.per_call_ns[i] for i in self.kept]
 
 
 def _sample_loop(
@@ -256,65 +331,131 @@ def _sample_loop(
     subtract_overhead: bool,
     rule: StopRule,
     method: dict[str, Any],
-) -> tuple[list[float], list[tuple[float, float]], StopReason]:
-    """Hold, flush, time; returns per-call samples (ns), their host-time windows, why it stopped."""
+    stamps: Stamps | None,
+    threshold_hz: float | None,
+) -> _Loop:
+    """Hold, flush, stamp, time, synchronize: one sample at a time (see ``gpu.window_ns``).
+
+    Every few samples (``Stopper.next_batch``) the stamps are read, samples under the throttle
+    threshold are set aside, and the stopping rule looks at the rest. After a throttled batch the
+    host pauses (``THROTTLE_PAUSE_S``, growing) so that the GPU can recover, as nvbench does.
+    """
     torch = gpu.torch
     hold = hold_queue and gpu.has_sleep
     sleep_s = 0.0
     if hold_queue and not gpu.has_sleep:
         method["hold_queue_skipped"] = "torch.cuda._sleep is missing in this torch"
     if hold:
-        hold_probe_s = 0.02
-        enqueue_s = enqueue_cost_s(gpu, runner, flush_l2, hold_probe_s)
+        hold_probe_s = 0.01
+        parts: dict[str, float] = {}
+        enqueue_s = enqueue_cost_s(gpu, runner, flush_l2, hold_probe_s, stamps, parts)
         method["enqueue_ns"] = enqueue_s * 1e9
+        method["enqueue_parts_ns"] = {k: v * 1e9 for k, v in parts.items()}
         if enqueue_s > 0.5 * hold_probe_s:
             # fn blocks the host (a synchronize, .item(), a host copy): the queue cannot be held.
             hold = False
             method["hold_queue_skipped"] = "fn blocks the host while queueing"
+            method["fn_blocks_host"] = True
         else:
-            # Long enough to cover queueing flush + events + fn behind it, with a margin.
+            # Long enough to cover queueing flush + stamp + events + fn behind it, with a margin.
             sleep_s = 1.5 * enqueue_s + 20e-6
             method["sleep_cycles"] = int(sleep_s * gpu.max_sm_hz)
     method["hold_queue"] = hold
-    empty_ns = gpu.measure_empty_window()
+    hold_cycles = int(method["sleep_cycles"]) if hold else 0
+    empty_ns = gpu.measure_empty_window(hold_cycles=hold_cycles, flush=flush_l2, stamps=stamps)
     method["empty_window_ns"] = empty_ns
     overhead = empty_ns if subtract_overhead and (hold or cuda_graph) else 0.0
     method["overhead_ns"] = overhead
 
-    events = [(gpu.event(), gpu.event()) for _ in range(MAX_BATCH)]
-    ref = gpu.event()
-    samples: list[float] = []
-    windows: list[tuple[float, float]] = []
+    s, e = gpu.event(), gpu.event()  # one pair: each sample is synchronized before the next
+    loop = _Loop()
     stopper = Stopper(rule)
-    per_sample_s = sleep_s + (per_call_ns * k) / 1e9 + (80e-6 if flush_l2 else 0.0)
-    reason = None
+    per_sample_s = sleep_s + (per_call_ns * k) / 1e9 + (80e-6 if flush_l2 else 0.0) + 40e-6
+    pause = THROTTLE_PAUSE_S
+    reason: StopReason | None = None
     torch.cuda.synchronize()
     stopper.start()
+    next_check = stopper.next_batch(0, per_sample_s)
+    checked = 0
     while reason is None:
-        b = max(1, stopper.next_batch(len(samples), per_sample_s))
-        t_batch = time.perf_counter()
-        # The GPU is idle here, so the reference event runs at (almost) this host time: it
-        # maps event times to host time, where the NVML readings live.
-        ref.record()
-        for j in range(b):
-            s, e = events[j]
-            if hold:
-                torch.cuda._sleep(method["sleep_cycles"])
-            if flush_l2:
-                gpu.flush()
-            s.record()
-            DOMAIN.push_range(message=f"{contract.ITER_PREFIX}{len(samples) + j}")
-            runner()
-            DOMAIN.pop_range()
-            e.record()
-        events[b - 1][1].synchronize()
-        for j in range(b):
-            s, e = events[j]
-            samples.append((s.elapsed_time(e) * 1e6 - overhead) / k)
-            windows.append((t_batch + ref.elapsed_time(s) / 1e3, t_batch + ref.elapsed_time(e) / 1e3))
-        per_sample_s = (time.perf_counter() - t_batch) / b
-        reason = stopper.check(samples)
-    return samples, windows, reason
+        i = len(loop.raw_ns)
+        w = window_ns(gpu, runner, s, e, hold_cycles=hold_cycles, flush=flush_l2, stamps=stamps, index=i)
+        t_end = time.perf_counter()
+        loop.raw_ns.append(w)
+        loop.per_call_ns.append((w - overhead) / k)
+        loop.windows.append((t_end - w * 1e-9, t_end))
+        if len(loop.raw_ns) < next_check:
+            continue
+        _split(loop, stamps, threshold_hz)
+        reason = stopper.check(loop.kept_samples(), taken=len(loop.raw_ns))
+        fresh = [j for j in loop.rejected if j >= checked]
+        checked = len(loop.raw_ns)
+        if reason is None and fresh:
+            # Throttled: give the GPU a moment to recover (counts against the budget).
+            time.sleep(pause)
+            loop.pauses_s += pause
+            pause = min(pause * 1.5, THROTTLE_PAUSE_MAX_S)
+            reason = stopper.check(loop.kept_samples(), taken=len(loop.raw_ns))
+        elif not fresh:
+            pause = THROTTLE_PAUSE_S
+        per_sample_s = max(stopper.elapsed_s - loop.pauses_s, 1e-6) / len(loop.raw_ns)
+        next_check = len(loop.raw_ns) + stopper.next_batch(len(loop.raw_ns), per_sample_s)
+    _split(loop, stamps, threshold_hz)
+    loop.reason = reason
+    loop.elapsed_s = stopper.elapsed_s
+    return loop
+
+
+def _split(loop: _Loop, stamps: Stamps | None, threshold_hz: float | None) -> None:
+    """Read the stamps taken so far and split the samples into kept and throttled."""
+    n = len(loop.raw_ns)
+    if stamps is not None:
+        loop.clocks, loop.spans_ns = stamps.read(n)
+    else:
+        loop.clocks, loop.spans_ns = [None] * n, [None] * n
+    loop.kept, loop.rejected = split_by_clock(loop.clocks, threshold_hz)
+
+
+def _kernel_time(
+    gpu: Gpu,
+    runner: Callable[[], Any],
+    k: int,
+    flush_l2: bool,
+    method: dict[str, Any],
+    stamps: Stamps | None,
+    stage: str | None,
+    wanted: bool | None,
+) -> KernelCalls | None:
+    """The CUPTI kernel time of a few extra calls (``timer.kerneltime``), where it is safe."""
+    why = None
+    if wanted is False:
+        why = "off (kernel_time=False)"
+    elif stage in (contract.PASS_NSYS, contract.PASS_NCU):
+        why = f"off under the {stage} pass (one CUPTI subscriber per process)"
+    elif profiler_busy(gpu.torch):
+        why = "off: another profiler is active in this process"
+    elif stamps is None:
+        why = "off: needs the stamp kernel to tell the call's kernels apart"
+    if why is not None:
+        method["kernel_time"] = why
+        return None
+    hold_cycles = int(method.get("sleep_cycles") or 0) if method.get("hold_queue") else 0
+    s, e = gpu.event(), gpu.event()
+
+    def take(j: int) -> None:
+        window_ns(gpu, runner, s, e, hold_cycles=hold_cycles, flush=flush_l2, stamps=stamps, index=j, nvtx=False)
+
+    got, why = measure_kernel_time(gpu.torch, take)
+    if got is None:
+        method["kernel_time"] = why
+        return None
+    method["kernel_time"] = {
+        "source": "cupti (torch.profiler)",
+        "calls": len(got.kernel_ns),
+        "kernels_per_call": median_or_none([float(n) for n in got.kernels]),
+        "copies_per_call": median_or_none([float(n) for n in got.copies]),
+    }
+    return KernelCalls(tuple(v / k for v in got.kernel_ns), got.kernels, got.copies)
 
 
 def _finish(
@@ -322,38 +463,83 @@ def _finish(
     params: dict[str, Any],
     flops: float | None,
     nbytes: float | None,
-    samples: list[float],
-    windows: list[tuple[float, float]],
-    reason: StopReason,
+    loop: _Loop,
     rule: StopRule,
     method: dict[str, Any],
     sampler: NvmlSampler,
-    probe_hz: float | None = None,
+    kernel: KernelCalls | None = None,
 ) -> BenchResult:
-    method["stop_reason"] = reason.value
+    reasons: list[Reason] = []
+    kept, rejected = list(loop.kept), list(loop.rejected)
+    if not kept:  # every sample throttled: report them all rather than nothing, and say so
+        kept, rejected = list(range(len(loop.raw_ns))), []
+        reasons.append(Reason.EVERY_SAMPLE_THROTTLED)
+        if loop.reason is not StopReason.THROTTLED:
+            loop.reason = StopReason.THROTTLED
+    elif rejected:
+        reasons.append(Reason.THROTTLED_SAMPLES_LEFT_OUT)
+    samples = [loop.per_call_ns[i] for i in kept]
+    stats = summarize(samples)
+    method["stop_reason"] = loop.reason.value
     method["rel_precision_target"] = rule.rel_precision
     method["budget_s"] = rule.budget_s
-    method["rel_ci"] = summarize(samples).rel_ci
+    method["rel_ci"] = stats.rel_ci
+    method["samples_taken"] = len(loop.raw_ns)
+    method["throttle_pauses_s"] = loop.pauses_s
+    method["samples_per_s"] = len(loop.raw_ns) / loop.elapsed_s if loop.elapsed_s > 0 else None
+    if loop.reason in (StopReason.BUDGET, StopReason.MAX_SAMPLES) and not stats.rel_ci <= rule.rel_precision:
+        reasons.append(Reason.PRECISION_NOT_REACHED)
+    if method.get("fn_blocks_host"):
+        reasons.append(Reason.FN_BLOCKS_HOST)
+
     trace = sampler.trace()
-    clock = align(trace, windows)
-    sm_hz = clock.median_hz
-    source = "nvml" if sm_hz is not None else "none"
-    method["nvml_clock_hz"] = sm_hz
-    if probe_hz is not None:  # measured during fn on the GPU: better than NVML (see _probe_clock)
-        sm_hz, source = probe_hz, "probe"
+    nvml = align(trace, [loop.windows[i] for i in kept])
+    method["nvml_clock_hz"] = nvml.median_hz
+    stamp_clocks = [loop.clocks[i] if i < len(loop.clocks) else None for i in kept]
+    measured = [float(c) for c in stamp_clocks if c is not None and finite(c)]
+    spans = [float(v) for v in loop.spans_ns if v is not None and finite(v)]
+    method["stamp_clock_hz"] = float(summarize(measured).median) if measured else None
+    method["stamp_interval_ns"] = float(summarize(spans).median) if spans else None
+    method["sample_clocks_measured"] = len(measured)
+    if measured:
+        # Per sample: the clock measured on the GPU; NVML's reading only where the stamps are missing.
+        per_sample: tuple[float | None, ...] | None = tuple(
+            c if finite(c) else (v if math.isfinite(v) else None)
+            for c, v in zip(stamp_clocks, nvml.sample_clock_hz, strict=True)
+        )
+        method["sample_clock_source"] = "stamps"
+    elif nvml.median_hz is not None:
+        per_sample = tuple(v if math.isfinite(v) else None for v in nvml.sample_clock_hz)
+        method["sample_clock_source"] = "nvml"
+        reasons.append(Reason.NO_GPU_CLOCK)
+    else:
+        per_sample = None
+        method["sample_clock_source"] = "none"
+        reasons.append(Reason.NO_GPU_CLOCK)
+    # The benchmark's clock: the median of the stamps' clocks (measured on the GPU around fn),
+    # else NVML's.
+    if measured:
+        sm_hz, source = method["stamp_clock_hz"], "stamps"
+    elif nvml.median_hz is not None:
+        sm_hz, source = nvml.median_hz, "nvml"
+    else:
+        sm_hz, source = None, "none"
     return BenchResult.from_samples(
         name,
         samples,
         params=params,
         sm_clock_hz=sm_hz,
         clock_source=source,
-        sample_clock_hz=tuple(None if not math.isfinite(v) else v for v in clock.sample_clock_hz)
-        if sm_hz
-        else None,
-        throttled=sum(clock.throttled),
-        throttle_reasons=reason_names(clock.reasons),
+        sample_clock_hz=per_sample,
+        throttled=len(rejected),
+        throttle_reasons=reason_names(nvml.reasons),
         method=method,
         flops=flops,
         bytes=nbytes,
-        power=sampler.power_summary(windows),
+        power=sampler.power_summary(loop.windows),
+        rejected_ns=tuple(loop.per_call_ns[i] for i in rejected),
+        rejected_clock_hz=tuple(loop.clocks[i] for i in rejected),
+        kernel_ns=median_or_none(kernel.kernel_ns) if kernel else None,
+        kernel_samples_ns=kernel.kernel_ns if kernel else (),
+        reasons=tuple(r.value for r in reasons),
     )

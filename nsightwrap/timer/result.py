@@ -5,6 +5,7 @@ Plain data with a JSON round trip (the sidecar); no torch, no NVML. Times in ns,
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,11 +40,31 @@ def _fmt_time(ns: float) -> str:
     return f"{ns:.4g} ns"
 
 
+class Reason(str, enum.Enum):
+    """Reason codes a result carries in ``reasons``: what to know before trusting it."""
+
+    #: The budget or the sample cap ended the loop before the median reached ``rel_precision``.
+    PRECISION_NOT_REACHED = "precision_not_reached"
+    #: Some samples ran with the SM clock under the throttle threshold and were left out.
+    THROTTLED_SAMPLES_LEFT_OUT = "throttled_samples_left_out"
+    #: Every sample ran under the threshold: the statistics use them all, read them as throttled.
+    EVERY_SAMPLE_THROTTLED = "every_sample_throttled"
+    #: ``fn`` blocks the host (a synchronize, ``.item()``): the queue could not be held, and the
+    #: windows hold host time and launch latency.
+    FN_BLOCKS_HOST = "fn_blocks_host"
+    #: No SM clock was measured on the GPU (no Triton stamp kernel): per-sample clocks are NVML's.
+    NO_GPU_CLOCK = "no_gpu_clock"
+
+
 @dataclass(frozen=True)
 class BenchResult:
-    """One benchmark's timing. ``samples_ns`` holds every measured sample, per call, after the
-    subtraction named in ``method['overhead_ns']`` (raw event window =
-    ``sample * method['calls_per_sample'] + method['overhead_ns']``)."""
+    """One benchmark's timing. ``samples_ns`` holds every sample the statistics use, per call,
+    after the subtraction named in ``method['overhead_ns']`` (raw event window =
+    ``sample * method['calls_per_sample'] + method['overhead_ns']``); ``sample_clock_hz`` is
+    each one's SM clock. Samples left out because the SM clock was under the throttle threshold
+    are kept apart in ``rejected_ns`` / ``rejected_clock_hz``; ``throttled`` counts them.
+    ``kernel_ns`` is the CUPTI kernel time of one call (median of a few extra calls), ``reasons``
+    the reason codes of anything the result should be read with (docs/timer.md)."""
 
     name: str
     params: Mapping[str, Any]
@@ -65,6 +86,11 @@ class BenchResult:
     timed: bool = True
     #: NVML energy, power and temperature (``timer.energy.power_record``; docs/power.md), or None.
     power: Mapping[str, Any] | None = None
+    rejected_ns: tuple[float, ...] = ()
+    rejected_clock_hz: tuple[float | None, ...] = ()
+    kernel_ns: float | None = None
+    kernel_samples_ns: tuple[float, ...] = ()
+    reasons: tuple[str, ...] = ()
 
     @classmethod
     def from_samples(cls, name: str, samples_ns: Sequence[float], **kw: Any) -> BenchResult:
@@ -147,6 +173,11 @@ class BenchResult:
             "tflops": self.tflops,
             "gbps": self.gbps,
             "power": None if self.power is None else _json_safe(dict(self.power)),
+            "rejected_ns": list(self.rejected_ns),
+            "rejected_clock_hz": [_opt_float(v) for v in self.rejected_clock_hz],
+            "kernel_ns": _opt_float(self.kernel_ns),
+            "kernel_samples_ns": list(self.kernel_samples_ns),
+            "reasons": list(self.reasons),
         }
 
     @classmethod
@@ -184,6 +215,11 @@ class BenchResult:
             bytes=d.get("bytes"),
             timed=bool(d.get("timed", True)),
             power=dict(d["power"]) if isinstance(d.get("power"), Mapping) else None,
+            rejected_ns=tuple(float(x) for x in d.get("rejected_ns") or ()),
+            rejected_clock_hz=tuple(_opt_float(v) for v in d.get("rejected_clock_hz") or ()),
+            kernel_ns=_opt_float(d.get("kernel_ns")),
+            kernel_samples_ns=tuple(float(x) for x in d.get("kernel_samples_ns") or ()),
+            reasons=tuple(str(x) for x in d.get("reasons") or ()),
         )
 
     def __str__(self) -> str:
@@ -204,10 +240,16 @@ class BenchResult:
             extra.append(f"{self.tflops:.1f} TFLOP/s")
         if self.gbps is not None:
             extra.append(f"{self.gbps:.0f} GB/s")
+        if self.kernel_ns is not None:
+            extra.append(f"kernel {_fmt_time(self.kernel_ns)} (CUPTI)")
         if self.sm_clock_hz:
             clk = f"SM {self.sm_clock_hz / 1e9:.2f} GHz"
             if self.throttled:
-                clk += f", {self.throttled} samples throttled ({', '.join(self.throttle_reasons)})"
+                thr = self.method.get("throttle_threshold_hz")
+                under = f" under {thr / 1e9:.2f} GHz" if isinstance(thr, (int, float)) and thr else ""
+                clk += f", {self.throttled} samples left out (SM clock{under})"
+            if self.throttle_reasons:
+                clk += f", NVML: {', '.join(self.throttle_reasons)}"
             extra.append(clk)
         m = self.method
         how = ["L2 flushed" if m.get("flush_l2") else "warm L2"]
@@ -219,6 +261,8 @@ class BenchResult:
             how.append(f"-{_fmt_time(m['overhead_ns'])} empty window")
         extra.append("; ".join(how))
         extra += _power_text(self.power, m.get("thermal_guard"))
+        if self.reasons:
+            extra.append(f"[{', '.join(self.reasons)}]")
         return head + "  " + "  ".join(extra)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from nsightwrap.core.errors import UsageError
 
-#: Most samples queued between two checks of the stopping rule (the timer keeps this many event pairs).
+#: Most samples taken between two checks of the stopping rule.
 MAX_BATCH = 200
 
 #: Scale of the median's confidence interval: median +- 1.57 * IQR / sqrt(n) is the ~95 %
@@ -89,6 +89,7 @@ class StopReason(str, enum.Enum):
     PRECISION = "precision"  # the median is known to the target relative precision
     BUDGET = "budget"  # the time budget ran out first
     MAX_SAMPLES = "max_samples"  # the sample cap was reached first
+    THROTTLED = "throttled"  # every sample ran under the throttle threshold until the budget ran out
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,8 @@ class StopRule:
     ``min_samples`` are always taken (unless ``max_samples`` is smaller). After that the loop
     stops as soon as the median's relative ~95 % half-width is at most ``rel_precision``, or
     ``budget_s`` seconds have passed since the measurement began, or ``max_samples`` is reached.
+    Samples left out (a throttled SM clock) count against ``max_samples`` and the budget but not
+    towards ``min_samples`` or the precision, so a GPU that throttles on every sample still ends.
     """
 
     min_samples: int = 10
@@ -111,13 +114,23 @@ class StopRule:
         if self.rel_precision < 0 or self.budget_s < 0:
             raise UsageError(f"rel_precision={self.rel_precision} and budget_s={self.budget_s} must not be negative")
 
-    def decide(self, samples: Sequence[float] | np.ndarray, elapsed_s: float) -> StopReason | None:
-        """The reason to stop now, or None to keep sampling."""
+    def decide(
+        self, samples: Sequence[float] | np.ndarray, elapsed_s: float, taken: int | None = None
+    ) -> StopReason | None:
+        """The reason to stop now, or None to keep sampling.
+
+        ``samples`` are the kept samples; ``taken`` counts every sample taken, those left out
+        included (default: ``len(samples)``).
+        """
         n = len(samples)
-        if n >= self.max_samples:
-            return StopReason.MAX_SAMPLES
+        total = n if taken is None else max(taken, n)
+        if total >= self.max_samples:
+            return StopReason.THROTTLED if n == 0 else StopReason.MAX_SAMPLES
+        if elapsed_s >= self.budget_s and n == 0 and total > 0:
+            return StopReason.THROTTLED
         if n < self.min_samples:
-            return None
+            # Not enough kept samples yet: only the budget ends the loop (after min_samples taken).
+            return StopReason.BUDGET if elapsed_s >= self.budget_s and total >= self.min_samples else None
         s = summarize(samples)
         if s.rel_ci <= self.rel_precision:
             return StopReason.PRECISION
@@ -145,12 +158,12 @@ class Stopper:
             raise RuntimeError("Stopper.start() was not called")
         return self.clock() - self._t0
 
-    def check(self, samples: Sequence[float] | np.ndarray) -> StopReason | None:
-        """The reason to stop now, or None."""
-        return self.rule.decide(samples, self.elapsed_s)
+    def check(self, samples: Sequence[float] | np.ndarray, taken: int | None = None) -> StopReason | None:
+        """The reason to stop now, or None (``taken``: every sample taken, see ``StopRule.decide``)."""
+        return self.rule.decide(samples, self.elapsed_s, taken)
 
     def next_batch(self, n_done: int, per_sample_s: float, batch_s: float = 0.05) -> int:
-        """How many samples to queue before the next check: about ``batch_s`` of GPU work,
+        """How many samples to take before the next check: about ``batch_s`` of sampling,
         at least enough to reach ``min_samples``, never past ``max_samples``."""
         rule = self.rule
         room = rule.max_samples - n_done
@@ -159,3 +172,18 @@ class Stopper:
         by_time = int(batch_s / per_sample_s) if per_sample_s > 0 else room
         want = max(1, by_time, rule.min_samples - n_done)
         return min(room, want, MAX_BATCH)
+
+
+def split_by_clock(
+    clocks: Sequence[float | None], threshold_hz: float | None
+) -> tuple[list[int], list[int]]:
+    """Indices of the samples kept and of those left out because their SM clock was under
+    ``threshold_hz`` (a sample without a clock reading is kept: nothing says it throttled)."""
+    kept: list[int] = []
+    out: list[int] = []
+    for i, c in enumerate(clocks):
+        if threshold_hz and c is not None and math.isfinite(c) and c < threshold_hz:
+            out.append(i)
+        else:
+            kept.append(i)
+    return kept, out
