@@ -36,12 +36,17 @@ test-lowest:
 	$(LOWEST)/bin/python scripts/lowest_constraints.py --check pyproject.toml
 	$(LOWEST)/bin/pytest -q -m "not gpu" -p no:cacheprovider
 
+# The roofs of the demo report: the ceilings nsightwrap device measured on an H200 (docs/device.md).
+DEVICE_FILE := fixtures/device/h200.json
+
 ## demo: the main job on a machine with no GPU, on the shipped H200 run directory
 demo: $(STAMP)
-	$(BIN)/nsightwrap report fixtures/runs/h200-example --format table
-	$(BIN)/nsightwrap report fixtures/runs/h200-example --format md -o nsightwrap-demo-report.md
-	$(BIN)/nsightwrap report fixtures/runs/h200-example --format html -o nsightwrap-demo-report.html
+	$(BIN)/nsightwrap report fixtures/runs/h200-example --device-file $(DEVICE_FILE) --format table
+	$(BIN)/nsightwrap report fixtures/runs/h200-example --device-file $(DEVICE_FILE) --format md -o nsightwrap-demo-report.md
+	$(BIN)/nsightwrap report fixtures/runs/h200-example --device-file $(DEVICE_FILE) --format html -o nsightwrap-demo-report.html
 	@echo "Markdown report: nsightwrap-demo-report.md   HTML report: nsightwrap-demo-report.html"
+	@echo; echo "An unmodified script (its own do_bench_cuda recipe, then triton.testing.do_bench), profiled as it is:"
+	$(BIN)/nsightwrap report fixtures/runs/h200-blog --device-file $(DEVICE_FILE) --format table
 
 ## gpu-test: the GPU-only tests (needs an NVIDIA GPU; ncu/nsys where a test names them)
 gpu-test: $(STAMP)

@@ -193,13 +193,18 @@ def test_repr_html_is_the_html_report(run: nw.Run, tmp_path: Path, monkeypatch, 
     assert exc.value.code in (0, None), capsys.readouterr().err
     html = run._repr_html_()
     assert html == out.read_text(encoding="utf-8")
-    assert html.startswith("<!DOCTYPE html>") and html.count("<svg") == len(run.benchmarks) + 1
+    from nsightwrap.export.roofline_html import roofline_html
+
+    # a bar chart per benchmark, the clock trace, a waterfall per flagged benchmark, the roofline
+    svgs = len(run.benchmarks) + 1 + len(run.flagged) + "".join(roofline_html(run.result)).count("<svg")
+    assert html.startswith("<!DOCTYPE html>") and html.count("<svg") >= svgs
+    assert html.count("class='chart waterfall'") == len(run.flagged)
     assert repr(run) == f"<nsightwrap run {RUN}: 7 benchmarks, 2 flagged>"
 
 
 def test_benchmark_by_name(run: nw.Run) -> None:
     b = run.benchmark("add_small")
-    assert b.verdict.value == "flagged" and [c.code.value for c in b.causes] == ["launch_overhead"]
+    assert b.verdict.value == "flagged" and [c.code.value for c in b.causes] == ["front_end"]
     assert [x.name for x in run.flagged] == ["add_small", "copy_1g"]
     assert run.path == RUN
     with pytest.raises(KeyError, match="no benchmark 'nope'.*mm_large"):

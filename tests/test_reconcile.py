@@ -35,7 +35,7 @@ def test_reference_benchmarks_and_clock(ref_result: RunResult) -> None:
         assert b.ref_clock_source == "plain (nvidia-smi samples)"
 
 
-def test_mm_small_launch_overhead_and_cache_state(ref_result: RunResult) -> None:
+def test_mm_small_front_end_and_cache_state(ref_result: RunResult) -> None:
     b = _bench(ref_result, "mm_small")
     assert b.verdict is Verdict.FLAGGED
     assert b.timer is not None and b.timer.median_ns == pytest.approx(17_312.0, abs=1)
@@ -43,13 +43,17 @@ def test_mm_small_launch_overhead_and_cache_state(ref_result: RunResult) -> None
     assert b.ncu.excluded_kernels == 3  # the FillFunctor flushes sit outside mm_small/iter<i>
     assert b.ncu.normalized_ns == 13_024.0  # DRAM-bound (17% SM vs 55% memory): not rescaled
     assert b.ratio == pytest.approx(1.329, abs=0.002)
-    assert _codes(b) == {CauseCode.LAUNCH_OVERHEAD, CauseCode.CACHE_STATE}
-    launch = next(c for c in b.causes if c.code is CauseCode.LAUNCH_OVERHEAD)
-    assert launch.evidence["nsys_busy_ns"] == pytest.approx(14_431.5)
-    assert launch.evidence["excess_ns"] == pytest.approx(2_880, abs=5)
+    # The events' own cost and the dirty-L2 write-back after the workload's zero_() flush; the
+    # queue seldom ran dry (the host queues ahead of 13 us kernels), so no launch-bound part.
+    assert _codes(b) == {CauseCode.FRONT_END, CauseCode.CACHE_STATE}
     cache = next(c for c in b.causes if c.code is CauseCode.CACHE_STATE)
-    assert cache.evidence["timer_flush"] == "zero"
-    assert cache.evidence["nsys_over_ncu"] == pytest.approx(1.108, abs=0.002)
+    # nsys figures of the decomposition: means over the middle half of the iterations.
+    assert cache.evidence["nsys_kernel_ns"] == pytest.approx(14_431.5, rel=0.01)
+    assert cache.evidence["part_ns"] == pytest.approx(cache.evidence["nsys_kernel_ns"] - 13_024.0, abs=0.25)
+    assert b.gap is not None and b.gap.total_ns == pytest.approx(17_312.0 - 13_024.0, abs=1)
+    front = next(p for p in b.gap.parts if p.cause == "front_end")
+    assert front.evidence["empty_window_subtracted_ns"] == 0.0  # the workload subtracts nothing
+    assert 1_500 < front.ns < 3_500
     assert any("DRAM-bound" in n and "1.791 GHz" in n for n in b.notes)
 
 
@@ -59,20 +63,22 @@ def test_mm_skinny_is_memory_bound_with_dirty_flush(ref_result: RunResult) -> No
     assert all(k.clock_model.value == "memory" for k in b.ncu.kernels)  # type: ignore[union-attr]
     assert CauseCode.CACHE_STATE in _codes(b)
     cache = next(c for c in b.causes if c.code is CauseCode.CACHE_STATE)
-    assert cache.evidence["nsys_over_ncu"] == pytest.approx(1.174, abs=0.002)
+    assert cache.evidence["nsys_kernel_ns"] / cache.evidence["ncu_at_loop_clock_ns"] == pytest.approx(1.174, abs=0.01)
 
 
 def test_mm_large_agrees_at_ncus_clock_and_the_sampled_clock_is_named(ref_result: RunResult) -> None:
     b = _bench(ref_result, "mm_large")
     # What the data says: ncu at its own 1.64 GHz matches the timer within 1%; rescaling it to
-    # the 1.98 GHz nvidia-smi read between kernels opens a 20% gap. The sampled clock is wrong.
+    # the 1.98 GHz nvidia-smi read between kernels opens a 20% gap. The sampled clock is wrong,
+    # and the kernels' own durations under nsys (271.6 us) say so: the decomposition keeps
+    # ncu's clocks, and the timing is judged trustworthy.
     assert b.ratio_raw == pytest.approx(0.995, abs=0.002)
     assert b.ratio == pytest.approx(1.203, abs=0.003)
-    assert b.verdict is Verdict.FLAGGED
-    assert _codes(b) == {CauseCode.CLOCK}
-    clock = b.causes[0]
-    assert clock.evidence["ncu_sm_clock_hz"] == pytest.approx(1.636e9, rel=1e-3)
-    assert "opens the gap" in clock.message
+    assert b.verdict is Verdict.OK
+    assert b.gap is not None and not any(p.cause == "clock" for p in b.gap.parts)
+    note = next(n for n in b.notes if "contradicted" in n)
+    assert "1.980 GHz (plain (nvidia-smi samples))" in note and "1.636 GHz" in note
+    assert abs(b.gap.residual_ns) < 0.05 * b.gap.timer_ns  # type: ignore[operator]
 
 
 def test_mm_large_ok_at_the_clock_it_ran_at(tmp_path: Path) -> None:
@@ -90,7 +96,7 @@ def test_copy_is_non_kernel_work(ref_result: RunResult) -> None:
     assert b.nsys is not None and set(b.nsys.memcpy_per_iteration) == {1} and set(b.nsys.kernels_per_iteration) == {0}
     assert _codes(b) == {CauseCode.NON_KERNEL_WORK}
     c = b.causes[0]
-    assert c.evidence["non_kernel_ns"] == pytest.approx(506_494.0)
+    assert c.evidence["non_kernel_ns"] == pytest.approx(506_494.0, rel=1e-3)
     assert "ncu saw no kernel" in c.message
 
 
@@ -189,7 +195,11 @@ def test_overlap_on_two_streams() -> None:
     n = ncu_stats(ncu, spec, 1.98e9)
     r = reconcile(spec, n, s, ref_clock_hz=1.98e9, ref_clock_source="plain (nvml)")
     assert r.ratio == pytest.approx(0.5)  # ncu serializes: 20 us of kernels in a 10 us window
-    assert _codes(r) == {CauseCode.OVERLAP}
+    # Not a timing error: the overlap explains the whole gap, measured.
+    assert r.verdict is Verdict.OK and r.causes == ()
+    assert r.gap is not None and [(p.cause, p.ns) for p in r.gap.parts if p.ns] == [("overlap", -10_000.0)]
+    assert r.gap.total_ns == -10_000.0 and r.gap.residual_ns == 0.0
+    assert any("overlapped on 2 stream(s)" in note for note in r.notes)
 
 
 def test_base_name_matches_ncu_and_nsys_spellings() -> None:

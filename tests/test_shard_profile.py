@@ -85,7 +85,7 @@ def test_a_shard_dealt_nothing_is_not_a_failed_ncu_pass(fakes: Path, tmp_path: P
 
 
 def test_gpus_run_shards_in_parallel_and_a_failing_one_fails_alone(fakes: Path, tmp_path: Path, monkeypatch, capsys) -> None:
-    monkeypatch.setenv("SHARD_TARGET_SLEEP", "0.8")
+    monkeypatch.setenv("SHARD_TARGET_SLEEP", "1.5")  # long enough to overlap on a loaded machine
     monkeypatch.setenv("SHARD_TARGET_FAIL_GPU", "2")  # GPU 2 runs out of memory in its plain pass
     r = profile(capsys, "-o", "run", "--gpus", "all", SWEEP)
     assert r.code == 3, r.err

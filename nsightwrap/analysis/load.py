@@ -14,6 +14,13 @@ from typing import Any
 
 import pandas as pd
 
+from nsightwrap.analysis.captured import (
+    capture_notes,
+    finish_results,
+    range_benchmarks,
+    with_event_method,
+    with_window_clocks,
+)
 from nsightwrap.analysis.clocks import (
     MIN_CLOCK_STEP,
     attach_base,
@@ -21,10 +28,22 @@ from nsightwrap.analysis.clocks import (
     plain_clock_from_samples,
     reference_clock,
 )
-from nsightwrap.analysis.model import ClockSample, Environment, RunResult, Settings, TimerStats
+from nsightwrap.analysis.decompose import Timeline, nsys_timelines
+from nsightwrap.analysis.iterations import ncu_stats_all, nsys_iterations, nsys_stats_all
+from nsightwrap.analysis.model import (
+    BenchmarkResult,
+    ClockSample,
+    Environment,
+    NcuStats,
+    NsysStats,
+    RunResult,
+    Settings,
+    TimerStats,
+)
 from nsightwrap.analysis.power import attach_power
-from nsightwrap.analysis.reconcile import BenchmarkSpec, ncu_stats, nsys_stats, reconcile, specs_from_nvtx
-from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, SIDECAR_GLOB
+from nsightwrap.analysis.reconcile import BenchmarkSpec, reconcile_all, specs_from_nvtx
+from nsightwrap.analysis.roofline import attach_rooflines
+from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, PASS_NSYS, SIDECAR_GLOB
 from nsightwrap.core.errors import NativeReaderCrashed, ReportParseError, UsageError
 from nsightwrap.parsers.sidecar import read_sidecar_doc
 from nsightwrap.run.merge import is_merged
@@ -32,8 +51,11 @@ from nsightwrap.run.rundir import CLOCK_SWEEP_PASS, RunLayout, read_manifest
 from nsightwrap.timer.stats import summarize
 
 
-def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") -> RunResult:
-    """Load ``run_dir`` through the parsers, normalize to one SM clock and reconcile."""
+def analyze(
+    run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain", device_file: Path | None = None
+) -> RunResult:
+    """Load ``run_dir`` through the parsers, normalize to one SM clock and reconcile; place every
+    benchmark on the GPU's roofline (``device_file``, else the run's or the cached one, analysis/roofline.py)."""
     if not tolerance > 0:
         raise UsageError(f"--tolerance {tolerance} must be above 0", hint="e.g. --tolerance 10 for 10%")
     ref_choice = parse_clock_ref(clock_ref)
@@ -67,8 +89,13 @@ def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") 
             "no in-process timings were found (no plain/timer-*.json): benchmarks come from the "
             "target's own NVTX ranges and only the profilers' numbers are compared"
         )
+    # Unmodified scripts (analysis/captured.py): the clocks and method facts of captured timings,
+    # a benchmark per NVTX range of the script's own, what the capture layer could not capture.
+    specs = with_event_method(with_window_clocks(specs, sidecars, samples, _plain_start(manifest)), nsys)
+    specs, ncu, nsys = range_benchmarks(specs, ncu, nsys, notes)
+    notes += capture_notes(sidecars)
 
-    results = []
+    refs: list[tuple[float | None, str]] = []
     for spec in specs:
         timer_hz = spec.timer.sm_clock_hz if spec.timer else None
         ref_hz, ref_src = reference_clock(
@@ -85,20 +112,10 @@ def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") 
             )
             if ref_hz is None:
                 ref_src = "none"
-        n = ncu_stats(ncu, spec, ref_hz) if ncu is not None else None
-        s = nsys_stats(nsys.ops, nsys.ranges, nsys.attribution, spec) if nsys is not None else None
-        results.append(
-            reconcile(
-                spec,
-                n,
-                s,
-                ref_clock_hz=ref_hz,
-                ref_clock_source=ref_src,
-                tolerance=tolerance,
-                ncu_cache_control=env.ncu_cache_control,
-            )
-        )
-    result = RunResult(
+        refs.append((ref_hz, ref_src))
+    results = _reconcile_all(specs, refs, ncu, nsys, layout, tolerance=tolerance, ncu_cache_control=env.ncu_cache_control)
+    results = finish_results(results, specs, sidecars, tolerance, ncu, env.ncu_cache_control)
+    return attach_power(attach_rooflines(RunResult(
         run_dir=str(run_dir),
         environment=env,
         settings=Settings(tolerance=tolerance, clock_ref=clock_ref),
@@ -107,8 +124,63 @@ def analyze(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") 
         clock_trace=_trace(samples),
         notes=tuple(notes),
         reader_crashes=tuple(crashes),
+    ), ncu, sidecars, device_file), sidecars, samples)  # fmt: skip
+
+
+def _reconcile_all(
+    specs: Sequence[BenchmarkSpec],
+    refs: Sequence[tuple[float | None, str]],
+    ncu: pd.DataFrame | None,
+    nsys: Any,
+    layout: RunLayout,
+    *,
+    tolerance: float,
+    ncu_cache_control: str,
+) -> list[BenchmarkResult]:
+    """Every benchmark's ncu and nsys figures at once (iterations.py: each path parsed once),
+    the nsys timelines of the gap's decomposition, then the reconciliation."""
+    n_list: list[NcuStats | None] = (
+        list(ncu_stats_all(ncu, specs, [hz for hz, _ in refs])) if ncu is not None else [None] * len(specs)
     )
-    return attach_power(result, sidecars, samples)
+    s_list: list[NsysStats | None] = [None] * len(specs)
+    timelines: list[Timeline | None] = [None] * len(specs)
+    if nsys is not None:
+        found = nsys_iterations(nsys.ops, nsys.ranges, nsys.attribution, specs, getattr(nsys, "event_calls", None))
+        s_list = list(nsys_stats_all(found, len(specs)))
+        timelines = nsys_timelines(found, specs)
+    return reconcile_all(
+        specs, n_list, s_list, timelines, refs, tolerance=tolerance, ncu_cache_control=ncu_cache_control,
+        nsys_timers=_nsys_pass_timings(layout),
+    )  # fmt: skip
+
+
+def _plain_start(manifest: Mapping[str, Any]) -> float | None:
+    """Epoch seconds the plain pass's command started (places the clock samples in time)."""
+    for p in manifest.get("passes") or ():
+        if isinstance(p, Mapping) and p.get("name") == "plain":
+            for c in p.get("commands") or ():
+                if isinstance(c, Mapping) and isinstance(c.get("start"), (int, float)):
+                    return float(c["start"])
+    return None
+
+
+def _nsys_pass_timings(layout: RunLayout) -> dict[str, float]:
+    """The nsys pass's own timings (``nsys/timer-*.json``, the sidecar format), median per call by
+    benchmark range: the decomposition's profiler-overhead part compares them with the plain pass."""
+    out: dict[str, float] = {}
+    for path in sorted(layout.pass_dir(PASS_NSYS).glob(SIDECAR_GLOB)):
+        try:
+            doc = read_sidecar_doc(path)
+        except ReportParseError:
+            continue  # a bad extra file costs only its part of the gap
+        for i, entry in enumerate(doc.get("benchmarks") or ()):
+            try:
+                spec = _spec(entry, f"{path}: benchmark {i}")
+            except ReportParseError:
+                continue
+            if spec.timer is not None:
+                out.setdefault(spec.nvtx_path, spec.timer.median_ns)
+    return out
 
 
 # ----------------------------------------------------------------------------- sidecars
@@ -124,9 +196,10 @@ def _spec(entry: Any, where: str) -> BenchmarkSpec:
     nvtx_path = str(entry.get("nvtx_path") or f"{NVTX_DOMAIN}:{name}")
     iter_prefix = str(entry.get("iter_prefix") or ITER_PREFIX)
     params = dict(entry.get("params") or {})
+    source = dict(entry["source"]) if isinstance(entry.get("source"), Mapping) else None
     if not raw or entry.get("timed") is False:
         # Written under a profiler pass: it names the benchmark but timed nothing.
-        return BenchmarkSpec(name=name, nvtx_path=nvtx_path, params=params, iter_prefix=iter_prefix)
+        return BenchmarkSpec(name=name, nvtx_path=nvtx_path, params=params, iter_prefix=iter_prefix, source=source)
     samples = tuple(float(v) for v in raw)
     per_clock = entry.get("sample_clock_hz")
     timer = _timer_stats(
@@ -137,7 +210,9 @@ def _spec(entry: Any, where: str) -> BenchmarkSpec:
         method=dict(entry.get("method") or {}),
     )
     timer = replace(timer, **_timer_extras(entry))
-    return BenchmarkSpec(name=name, nvtx_path=nvtx_path, params=params, iter_prefix=iter_prefix, timer=timer)
+    return BenchmarkSpec(
+        name=name, nvtx_path=nvtx_path, params=params, iter_prefix=iter_prefix, timer=timer, source=source
+    )
 
 
 def _timer_extras(entry: Mapping[str, Any]) -> dict[str, Any]:

@@ -222,6 +222,12 @@ class Gap:
     total_ns: float
     parts: tuple[GapPart, ...]
     residual_ns: float
+    #: The two ends of the gap: the timer's median per call and ncu's per-iteration median.
+    timer_ns: float | None = None
+    ncu_ns: float | None = None
+    #: Which measurements of the run existed for this benchmark (name -> what it was, or None
+    #: where it was missing): a part whose measurement is missing is left out, never guessed.
+    measurements: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -237,12 +243,75 @@ class Roofline:
     roof_pct: float | None  # % of the roof that applies at this intensity
     peak_source: str  # "measured", "datasheet" or "none"
     extra: Mapping[str, Any] = field(default_factory=dict)
-    #: The two ends of the gap: the timer's median per call and ncu's per-iteration median.
-    timer_ns: float | None = None
-    ncu_ns: float | None = None
-    #: Which measurements of the run existed for this benchmark (name -> what it was, or None
-    #: where it was missing): a part whose measurement is missing is left out, never guessed.
-    measurements: Mapping[str, Any] = field(default_factory=dict)
+    #: The time the rates come from (ns per call), whose (``timer`` or ``ncu``), at which SM clock.
+    time_ns: float | None = None
+    time_source: str = ""
+    clock_hz: float | None = None
+    #: Where the work came from: ``bench`` (flops=/bytes= given to the timer) or ``ncu`` counters.
+    flops_source: str = ""
+    bytes_source: str = ""
+    #: The compute roof held against (``bf16``, ``fp32``, ...), why it was chosen, and the roofs
+    #: at ``clock_hz``: compute scaled by clock / the roof's clock, memory as measured.
+    compute_roof: str | None = None
+    roof_reason: str = ""
+    roof_flops_per_s: float | None = None
+    roof_bytes_per_s: float | None = None
+    ridge_intensity: float | None = None  # FLOP/byte where the two roofs meet, at clock_hz
+    #: The same per profiled kernel of one measured iteration, from ncu counters.
+    kernels: tuple[KernelRoofline, ...] = ()
+
+
+@dataclass(frozen=True)
+class KernelRoofline:
+    """One profiled kernel against the roofs: work from ncu counters, time and clock from ncu."""
+
+    iteration: int
+    kernel: str
+    kernel_short: str
+    duration_ns: float
+    sm_clock_hz: float | None
+    flops: float | None
+    bytes: float | None
+    flops_per_s: float | None
+    bytes_per_s: float | None
+    intensity: float | None
+    bound: str | None
+    roof_pct: float | None
+    compute_roof: str | None
+    roof_flops_per_s: float | None = None
+    roof_bytes_per_s: float | None = None
+    #: FLOPs by kind (``fp32``, ``fp16``, ``fp64``, ``tensor_bf16``, ...), as counted.
+    flops_by_kind: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RoofPeak:
+    """One compute roof: FLOP/s (OP/s for int8) at ``sm_clock_hz``."""
+
+    name: str
+    flops_per_s: float
+    sm_clock_hz: float | None
+
+
+@dataclass(frozen=True)
+class Roofs:
+    """The roofs a report holds benchmarks against, and where they come from.
+
+    ``source``: ``measured`` (a device file of ``nsightwrap device``), ``datasheet`` (NVIDIA's
+    published peaks, shipped with nsightwrap for H100/H200) or ``none``; ``where``: the device
+    file's path, the datasheet, or why no roof is known."""
+
+    source: str
+    where: str
+    gpu_name: str | None = None
+    gpu_uuid: str | None = None
+    memory_bytes_per_s: float | None = None
+    memory_name: str = ""
+    peaks: tuple[RoofPeak, ...] = ()
+    l2_bytes_per_s: float | None = None
+    mode: str = ""
+    created: str = ""
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -336,6 +405,8 @@ class RunResult:
     notes: tuple[str, ...] = ()
     #: One line per report that a native reader crashed on (its numbers are missing above).
     reader_crashes: tuple[str, ...] = ()
+    #: The roofs the benchmarks' ``roofline`` blocks are held against (None: not computed).
+    roofs: Roofs | None = None
     #: A run merged from shards (``--gpus``, ``nsightwrap merge``): every shard, failed ones too.
     shards: tuple[ShardSummary, ...] = ()
     #: ``--replicate``: each benchmark's spread across GPUs and the GPUs found slower.

@@ -17,19 +17,27 @@ from typing import Any
 
 import pandas as pd
 
-from nsightwrap.analysis.clocks import MEMORY_BOUND_MARGIN_PCT, normalize_kernels, number_or_none
+from nsightwrap.analysis.clocks import MEMORY_BOUND_MARGIN_PCT
+from nsightwrap.analysis.decompose import (
+    GapInputs,
+    Timeline,
+    causes_from_gap,
+    decompose,
+    front_end_offsets,
+    infer_kind,
+    judge,
+)
+from nsightwrap.analysis.iterations import ncu_stats_all, nsys_iterations, nsys_stats_all
 from nsightwrap.analysis.model import (
     BenchmarkResult,
     Cause,
     CauseCode,
     ClockModel,
-    KernelTiming,
     NcuStats,
     NsysStats,
     TimerStats,
     Verdict,
 )
-from nsightwrap.core import intervals
 from nsightwrap.core.contract import ITER_PREFIX
 
 #: Clocks closer than this (relative) are "the same clock": NVML reports 15 MHz steps.
@@ -60,6 +68,8 @@ class BenchmarkSpec:
     params: Mapping[str, Any] = field(default_factory=dict)
     iter_prefix: str = ITER_PREFIX
     timer: TimerStats | None = None
+    #: Where the timing came from (``BenchmarkResult.source``); None: nsightwrap.bench.
+    source: Mapping[str, Any] | None = None
 
     def iteration_pattern(self) -> re.Pattern[str]:
         """Regex matching an iteration range path; group 1 is the iteration index."""
@@ -92,79 +102,10 @@ def base_name(kernel: str) -> str:
 # ----------------------------------------------------------------------------- ncu
 
 
-_NCU_COLUMNS = (
-    "launch_id", "kernel", "kernel_short", "duration_ns", "sm_clock_hz", "sm_throughput_pct",
-    "memory_throughput_pct", "dram_throughput_pct", "nvtx_ranges",
-    "base_duration_ns", "base_sm_clock_hz", "elasticity",  # the clock-sweep pass (clocks.attach_base)
-)  # fmt: skip
-
-
 def ncu_stats(kernels: pd.DataFrame, spec: BenchmarkSpec, ref_clock_hz: float | None) -> NcuStats:
-    """ncu's per-iteration kernel sums for ``spec``, raw and normalized to ``ref_clock_hz``."""
-    pat = spec.iteration_pattern()
-    iters: list[int | None] = []
-    in_bench: list[bool] = []
-    for ranges in kernels["nvtx_ranges"] if len(kernels) else []:
-        paths = _paths(ranges)
-        found = next((int(m.group(1)) for p in paths if (m := pat.fullmatch(p))), None)
-        iters.append(found)
-        in_bench.append(any(p == spec.nvtx_path or p.startswith(spec.nvtx_path + "/") for p in paths))
-    # Only the columns used here: the parsed frame also holds every collected metric, and copying
-    # or iterating over hundreds of columns per benchmark dominated the analysis.
-    keep = [c for c in _NCU_COLUMNS if c in kernels]
-    frame = kernels[keep].copy()
-    frame["nw_iter"] = pd.Series(iters, index=kernels.index, dtype="float64")
-    frame["nw_bench"] = pd.Series(in_bench, index=kernels.index, dtype=bool)
-    measured = frame[frame["nw_iter"].notna()]
-    excluded = int((frame["nw_bench"].astype(bool) & frame["nw_iter"].isna()).sum()) if len(frame) else 0
-    if "launch_id" in measured:
-        measured = measured.sort_values("launch_id", kind="stable")
-    norm = normalize_kernels(measured, ref_clock_hz) if len(measured) else measured
-    rows: list[KernelTiming] = []
-    per_iter: dict[int, list[KernelTiming]] = {}
-    for r in norm.itertuples(index=False):
-        kt = KernelTiming(
-            iteration=int(r.nw_iter),  # type: ignore[arg-type]
-            kernel=str(r.kernel),
-            kernel_short=str(getattr(r, "kernel_short", r.kernel)),
-            duration_ns=float(r.duration_ns),  # type: ignore[arg-type]
-            sm_clock_hz=number_or_none(r.sm_clock_hz),
-            cycles=number_or_none(r.cycles),
-            sm_throughput_pct=number_or_none(r.sm_throughput_pct),
-            memory_throughput_pct=number_or_none(r.memory_throughput_pct),
-            clock_model=ClockModel(r.clock_model),
-            normalized_ns=float(r.normalized_ns),  # type: ignore[arg-type]
-            elasticity=number_or_none(r.elasticity),
-            elasticity_source=str(r.elasticity_source),
-            base_duration_ns=number_or_none(getattr(r, "base_duration_ns", None)),
-            base_sm_clock_hz=number_or_none(getattr(r, "base_sm_clock_hz", None)),
-        )
-        rows.append(kt)
-        per_iter.setdefault(kt.iteration, []).append(kt)
-    order = sorted(per_iter)
-    it_ns = tuple(sum(k.duration_ns for k in per_iter[i]) for i in order)
-    it_cyc = tuple(sum(k.cycles or 0.0 for k in per_iter[i]) for i in order)
-    it_norm = tuple(sum(k.normalized_ns for k in per_iter[i]) for i in order)
-    timed = [k for k in rows if k.cycles is not None]
-    clock = (
-        sum(k.cycles or 0.0 for k in timed) / sum(k.duration_ns for k in timed) * 1e9
-        if timed and sum(k.duration_ns for k in timed) > 0
-        else None
-    )
-    signatures = Counter(tuple(k.kernel_short for k in per_iter[i]) for i in order)
-    names = signatures.most_common(1)[0][0] if signatures else ()
-    return NcuStats(
-        iterations_ns=it_ns,
-        iterations_cycles=it_cyc,
-        normalized_iterations_ns=it_norm,
-        median_ns=_median(it_ns),
-        normalized_ns=_median(it_norm),
-        sm_clock_hz=clock,
-        kernels_per_iteration=tuple(len(per_iter[i]) for i in order),
-        kernel_names=names,
-        excluded_kernels=excluded,
-        kernels=tuple(rows),
-    )
+    """ncu's per-iteration kernel sums for ``spec``, raw and normalized to ``ref_clock_hz``
+    (``iterations.ncu_stats_all`` for one benchmark; the analysis does all at once)."""
+    return ncu_stats_all(kernels, [spec], [ref_clock_hz])[0]
 
 
 # ----------------------------------------------------------------------------- nsys
@@ -173,70 +114,9 @@ def ncu_stats(kernels: pd.DataFrame, spec: BenchmarkSpec, ref_clock_hz: float | 
 def nsys_stats(
     ops: pd.DataFrame, ranges: pd.DataFrame, attribution: pd.DataFrame, spec: BenchmarkSpec
 ) -> NsysStats:
-    """nsys's per-iteration figures for ``spec``: one iteration per matching range instance."""
-    pat = spec.iteration_pattern()
-    # A vectorized prefix test first: the regex then runs on this benchmark's ranges only.
-    mine = ranges[ranges["path"].astype(str).str.startswith(spec.nvtx_path + "/")]
-    iter_of = mine["path"].map(lambda p: int(m.group(1)) if (m := pat.fullmatch(str(p))) else None)
-    its = mine.loc[iter_of.notna(), ["range_id", "start_ns"]].assign(_iter=iter_of[iter_of.notna()])
-    its = its.sort_values(["_iter", "start_ns"], kind="stable")
-    range_ids = its["range_id"].tolist()
-    att = attribution[attribution["range_id"].isin(range_ids)]
-    cols = ["op_id", "kind", "name", "start_ns", "end_ns", "duration_ns", "stream_id"]
-    per = att.merge(ops[cols + (["short_name"] if "short_name" in ops else [])], on="op_id", how="inner")
-    if "short_name" in per:
-        per["name"] = per["short_name"].where(per["short_name"].notna(), per["name"])
-    busy = intervals.union_by_group(per, "range_id")
-    span = intervals.span_by_group(per, "range_id")
-    # One groupby over every op, not a loop per iteration: a benchmark may have thousands.
-    kind = per["kind"].astype(str)
-    dur = per["duration_ns"].astype(float)
-    is_kernel = kind == "kernel"
-    sums = (
-        pd.DataFrame(
-            {
-                "range_id": per["range_id"],
-                "k_ns": dur.where(is_kernel, 0.0),
-                "o_ns": dur,
-                "nk_ns": dur.where(~is_kernel, 0.0),
-                "nk": is_kernel.astype(int),
-                "nc": (kind == "memcpy").astype(int),
-                "nm": (kind == "memset").astype(int),
-            }
-        )
-        .groupby("range_id", sort=False)
-        .sum()
-        .reindex(range_ids, fill_value=0)
-    )
-    k_ns = [float(v) for v in sums["k_ns"]]
-    b_ns = [float(busy.get(rid, 0)) for rid in range_ids]
-    s_ns = [float(span.get(rid, 0)) for rid in range_ids]
-    o_ns = [float(v) for v in sums["o_ns"]]
-    nk_ns = [float(v) for v in sums["nk_ns"]]
-    nk, nc, nm = ([int(v) for v in sums[c]] for c in ("nk", "nc", "nm"))
-    streams = int(per.groupby("range_id")["stream_id"].nunique().max()) if len(per) else 0
-    kernels = per[is_kernel].sort_values(["range_id", "start_ns"], kind="stable")
-    names: dict[Any, list[str]] = {}
-    for rid, name in zip(kernels["range_id"].tolist(), kernels["name"].tolist(), strict=True):
-        names.setdefault(rid, []).append(str(name))
-    signatures = Counter(tuple(names.get(rid, ())) for rid in range_ids)
-    gaps = [s - b for s, b in zip(s_ns, b_ns, strict=True)]
-    return NsysStats(
-        iterations_ns=tuple(k_ns),
-        busy_ns=tuple(b_ns),
-        span_ns=tuple(s_ns),
-        op_sum_ns=tuple(o_ns),
-        non_kernel_ns=tuple(nk_ns),
-        kernels_per_iteration=tuple(nk),
-        memcpy_per_iteration=tuple(nc),
-        memset_per_iteration=tuple(nm),
-        streams=streams,
-        kernel_names=signatures.most_common(1)[0][0] if signatures else (),
-        median_ns=_median(k_ns),
-        busy_median_ns=_median(b_ns),
-        span_median_ns=_median(s_ns),
-        gap_median_ns=_median(gaps),
-    )
+    """nsys's per-iteration figures for ``spec``: one iteration per matching range instance
+    (``iterations.nsys_stats_all`` for one benchmark; the analysis does all at once)."""
+    return nsys_stats_all(nsys_iterations(ops, ranges, attribution, [spec]), 1)[0]
 
 
 def per_call(nsys: NsysStats, calls: int) -> NsysStats:
@@ -547,16 +427,22 @@ def reconcile(
     ref_clock_source: str,
     tolerance: float = 0.1,
     ncu_cache_control: str = "all",
+    timeline: Timeline | None = None,
+    nsys_timer_ns: float | None = None,
+    front_end: Mapping[str, float] | None = None,
 ) -> BenchmarkResult:
-    """Verdict and causes for one benchmark from its three views."""
+    """Verdict, causes and the decomposition of the gap for one benchmark from its three views.
+
+    ``timeline`` (the nsys iterations as the event window sees them), ``nsys_timer_ns`` (the
+    nsys pass's own timing) and ``front_end`` (ncu's front-end time per kernel, measured on the
+    run's other benchmarks) refine the decomposition; without them its parts are fewer.
+    """
     timer = spec.timer
     n_ncu = (_mode(ncu.kernels_per_iteration) or 0) if ncu else 0
     notes: list[str] = []
-    calls = int(timer.method.get("calls_per_sample") or 1) if timer else 1
-    if calls > 1 and nsys is not None and n_ncu and _mode(nsys.kernels_per_iteration) == calls * n_ncu:
-        # A graph of `calls` calls per sample in the plain and nsys passes, one call under ncu.
-        nsys = per_call(nsys, calls)
-        notes.append(f"nsys iterations hold {calls} calls each (a CUDA graph or a block of calls): its figures are per call")
+    nsys, calls, per_call_note = _per_call_view(timer, ncu, nsys)
+    if per_call_note:
+        notes.append(per_call_note)
     ratio = ratio_raw = None
     if timer is not None and ncu is not None and n_ncu and ncu.normalized_ns and ncu.median_ns:
         ratio = timer.median_ns / ncu.normalized_ns
@@ -589,6 +475,15 @@ def reconcile(
             )
     nsys_work = nsys is not None and any(b > 0 for b in nsys.busy_ns)
     dis = disagreement(ncu, nsys)
+    gap = decompose(
+        gap_inputs(
+            spec, ncu, nsys, calls, timeline, ref_clock_hz=ref_clock_hz, ref_clock_source=ref_clock_source,
+            ncu_cache_control=ncu_cache_control, nsys_timer_ns=nsys_timer_ns, kernels_agree=dis is None,
+        ),
+        front_end,
+    )  # fmt: skip
+    if gap is not None:
+        notes.extend(str(n) for n in gap.measurements.get("notes") or ())
     if timer is None:
         verdict = Verdict.FLAGGED if dis else (Verdict.NO_TIMER if (ncu or nsys) else Verdict.NO_DATA)
     elif ncu is None:
@@ -597,9 +492,16 @@ def reconcile(
         # The timer measured something ncu did not profile: its number cannot be checked.
         verdict = Verdict.FLAGGED if (nsys_work or timer.median_ns > 0) else Verdict.NO_DATA
     else:
-        off = abs(ratio - 1) > tolerance
+        # The verdict rests on the decomposition: the residual and the parts the user's method
+        # can change, not the ratio alone (a clock difference or overlap is no timing error).
+        off = judge(gap, tolerance)[0] if gap is not None else abs(ratio - 1) > tolerance
         verdict = Verdict.FLAGGED if off or dis else Verdict.OK
-        if not off and ratio_raw is not None and abs(ratio_raw - 1) > tolerance:
+        if not off and abs(ratio - 1) > tolerance:
+            notes.append(
+                f"the ratio {ratio:.2f}x is outside the tolerance, and measured parts explain the difference "
+                "(none of them a timing error): see the decomposition"
+            )
+        if not off and ratio_raw is not None and abs(ratio_raw - 1) > tolerance and abs(ratio - 1) <= tolerance:
             notes.append(
                 f"clock normalization closed the gap: {ratio_raw:.2f}x at ncu's clock, {ratio:.2f}x at "
                 f"{_ghz(ref_clock_hz)}"
@@ -622,6 +524,16 @@ def reconcile(
     if verdict is Verdict.FLAGGED:
         if timer is None:
             causes = (dis,) if dis else ()
+        elif gap is not None:
+            found = [*([dis] if dis else []), *causes_from_gap(gap, tolerance)]
+            causes = tuple(found) or (
+                Cause(
+                    CauseCode.UNEXPLAINED,
+                    "no single part is large, but together they exceed the tolerance",
+                    {"ratio": ratio, "ratio_raw": ratio_raw, "timer_ns": timer.median_ns},
+                    "look at the decomposition of the gap and the per-kernel table",
+                ),
+            )
         else:
             causes = find_causes(
                 timer,
@@ -648,7 +560,88 @@ def reconcile(
         verdict=verdict,
         causes=causes,
         notes=tuple(notes),
+        source=dict(spec.source) if spec.source else {"kind": infer_kind(timer.method if timer else {})},
+        gap=gap,
     )
+
+
+def _per_call_view(
+    timer: TimerStats | None, ncu: NcuStats | None, nsys: NsysStats | None
+) -> tuple[NsysStats | None, int, str | None]:
+    """nsys per call when a sample is a CUDA graph of several calls (one call under ncu)."""
+    n_ncu = (_mode(ncu.kernels_per_iteration) or 0) if ncu else 0
+    calls = int(timer.method.get("calls_per_sample") or 1) if timer else 1
+    if calls > 1 and nsys is not None and n_ncu:
+        n_nsys = _mode(nsys.kernels_per_iteration) or 0
+        if n_nsys == calls * n_ncu:
+            note = f"nsys iterations hold {calls} calls each (a CUDA graph or a block of calls): its figures are per call"
+            return per_call(nsys, calls), calls, note
+        if n_nsys > n_ncu and n_nsys % n_ncu == 0:
+            # The timer sizes a graph from an unheld warm-up, which nsys slows down: the nsys pass
+            # may capture fewer calls per sample than the plain pass did. Its kernels say how many.
+            own = n_nsys // n_ncu
+            note = (
+                f"nsys iterations hold {own} calls each (CUDA graph; the plain pass timed {calls} per sample): "
+                "its figures are per call"
+            )
+            return per_call(nsys, own), own, note
+    return nsys, 1, None
+
+
+def gap_inputs(
+    spec: BenchmarkSpec,
+    ncu: NcuStats | None,
+    nsys: NsysStats | None,
+    calls: int,
+    timeline: Timeline | None,
+    *,
+    ref_clock_hz: float | None,
+    ref_clock_source: str,
+    ncu_cache_control: str,
+    nsys_timer_ns: float | None,
+    kernels_agree: bool,
+) -> GapInputs:
+    """What ``decompose`` reads for one benchmark (``nsys`` already per call)."""
+    return GapInputs(
+        timer=spec.timer, ncu=ncu, nsys=nsys, nsys_calls=calls, timeline=timeline, ref_clock_hz=ref_clock_hz,
+        ref_clock_source=ref_clock_source, ncu_cache_control=ncu_cache_control,
+        source=dict(spec.source) if spec.source else {"kind": infer_kind(spec.timer.method if spec.timer else {})},
+        nsys_timer_ns=nsys_timer_ns, kernels_agree=kernels_agree,
+    )  # fmt: skip
+
+
+def reconcile_all(
+    specs: Sequence[BenchmarkSpec],
+    ncu: Sequence[NcuStats | None],
+    nsys: Sequence[NsysStats | None],
+    timelines: Sequence[Timeline | None],
+    refs: Sequence[tuple[float | None, str]],
+    *,
+    tolerance: float = 0.1,
+    ncu_cache_control: str = "all",
+    nsys_timers: Mapping[str, float] | None = None,
+) -> list[BenchmarkResult]:
+    """``reconcile`` for every benchmark of a run, after measuring ncu's front-end time per
+    kernel on the benchmarks whose cache state matches ncu's (``decompose.front_end_offsets``)."""
+    timers = nsys_timers or {}
+    inputs = []
+    for spec, n, s, tl, (hz, src) in zip(specs, ncu, nsys, timelines, refs, strict=True):
+        view, calls, _ = _per_call_view(spec.timer, n, s)
+        inputs.append(
+            gap_inputs(
+                spec, n, view, calls, tl, ref_clock_hz=hz, ref_clock_source=src, ncu_cache_control=ncu_cache_control,
+                nsys_timer_ns=timers.get(spec.nvtx_path), kernels_agree=disagreement(n, view) is None,
+            )
+        )  # fmt: skip
+    offsets = front_end_offsets(inputs)
+    return [
+        reconcile(
+            spec, n, s, ref_clock_hz=hz, ref_clock_source=src, tolerance=tolerance,
+            ncu_cache_control=ncu_cache_control, timeline=tl, nsys_timer_ns=timers.get(spec.nvtx_path),
+            front_end=offsets,
+        )  # fmt: skip
+        for spec, n, s, tl, (hz, src) in zip(specs, ncu, nsys, timelines, refs, strict=True)
+    ]
 
 
 def specs_from_nvtx(top_paths: Iterable[str], all_paths: Iterable[str]) -> list[BenchmarkSpec]:

@@ -17,11 +17,13 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from nsightwrap.cli import app, invoked
+from nsightwrap.cli.device_cmd import place_device_file
 from nsightwrap.cli.doctor_cmd import preflight
 from nsightwrap.cli.gpus import GpuRun, run_on_gpus
 from nsightwrap.core.contract import PASSES, ncu_default_filter, ncu_iteration_filter
 from nsightwrap.core.errors import EXIT_INTERRUPTED, EXIT_NATIVE_CRASH, EXIT_OK, NsightwrapError, UsageError
 from nsightwrap.core.shard import parse_shard
+from nsightwrap.device.store import read_device_file
 from nsightwrap.run.launch import (
     DEFAULT_NCU_METRICS,
     nvtx_include_filter,
@@ -239,13 +241,8 @@ def profile_command(
     no_analyze: Annotated[
         bool, typer.Option("--no-analyze", help="Do not analyse the run at the end.")
     ] = False,
-    no_clock_sweep: Annotated[
-        bool,
-        typer.Option(
-            "--no-clock-sweep",
-            help="Skip the clock-sweep pass (ncu again at --clock-control base, which measures how each "
-            "kernel's time follows the SM clock); clock elasticities are then guessed from ncu's counters.",
-        ),
+    no_checks: Annotated[
+        bool, typer.Option("--no-checks", help="Skip the quick checks of nsightwrap doctor before the passes.")
     ] = False,
     label: Annotated[
         list[str] | None,
@@ -263,8 +260,13 @@ def profile_command(
             "(docs/capture.md).",
         ),
     ] = False,
-    no_checks: Annotated[
-        bool, typer.Option("--no-checks", help="Skip the quick checks of nsightwrap doctor before the passes.")
+    no_clock_sweep: Annotated[
+        bool,
+        typer.Option(
+            "--no-clock-sweep",
+            help="Skip the clock-sweep pass (ncu again at --clock-control base, which measures how each "
+            "kernel's time follows the SM clock); clock elasticities are then guessed from ncu's counters.",
+        ),
     ] = False,
     shard: Annotated[
         str | None,
@@ -283,6 +285,16 @@ def profile_command(
     allow_failed_shards: Annotated[
         bool, typer.Option("--allow-failed-shards", help="With --gpus: exit 0 when some shards complete.")
     ] = False,
+    device_file: Annotated[
+        Path | None,
+        typer.Option("--device-file", help="Roofs to hold the run against, copied to RUN_DIR/env/device.json "
+                     "[default: the GPU's cached one from nsightwrap device, if any]."),
+    ] = None,
+    roofline_counters: Annotated[
+        bool,
+        typer.Option("--roofline-counters", help="Also count tensor-core FLOPs per kernel (ncu tensor-op "
+                     "counters; about 40% more ncu replay passes), for the roofline of kernels without bench(flops=)."),
+    ] = False,
 ) -> None:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     out = Console(highlight=False, soft_wrap=True)
@@ -297,6 +309,10 @@ def profile_command(
         err.print(f"[bold]note:[/] {escape(note)}", highlight=False)
     names, explicit = _parse_passes(passes)
     extra_metrics = tuple(m.strip() for m in (metrics or "").split(",") if m.strip())
+    if roofline_counters:
+        from nsightwrap.analysis.roofline import ROOFLINE_NCU_METRICS
+
+        extra_metrics += tuple(m for m in ROOFLINE_NCU_METRICS if m not in extra_metrics)
     s = Settings(
         target=tuple(target), argv=tuple(target_argv(target)), passes=names, explicit_passes=explicit,
         timeout_s=timeout, fail_fast=fail_fast, ncu_iters=ncu_iters,
@@ -314,12 +330,15 @@ def profile_command(
         g = GpuRun(gpus, s.target, target_tokens, output, replicate, shard_by, allow_failed_shards, quiet,
                    no_analyze, target_label(s.target))  # fmt: skip
         raise typer.Exit(run_on_gpus(g, invoked, err, out, lambda root: _analyze(root, out, err, show=not quiet)))
+    if device_file is not None:  # refused before any pass runs, not after
+        read_device_file(device_file)
     tools, skipped = find_tools(s, ncu, nsys, display)
     run_dir = output or default_run_dir(target_label(s.target))
     layout = create_run_dir(run_dir, s.passes)
     if not no_checks:
         preflight(display.warn)  # nsightwrap doctor's quick checks: only what is not ok is shown
     code, status, problems, interrupted = run_passes(s, layout, tools, skipped, display)
+    place_device_file(layout.root, device_file, err, quiet=quiet)
     for p in problems:
         _print_problem(err, p)
     if interrupted:

@@ -14,6 +14,7 @@ from nsightwrap.export import shards
 from nsightwrap.export.escape import html as esc
 from nsightwrap.export.gap_html import gap_html
 from nsightwrap.export.power_html import power_html
+from nsightwrap.export.roofline_html import roofline_html
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#222;max-width:1300px}
@@ -163,9 +164,9 @@ def _kernel_table(b: BenchmarkResult) -> str:
             f"<tr{cls}><td>{k.iteration}</td><td class='kernel'>{_kernel_cell(k)}</td><td>{f.time_ns(k.duration_ns)}</td>"
             f"<td>{f.clock_hz(k.sm_clock_hz)}</td><td>{_num(k.cycles, ',.0f')}</td><td>{_num(k.sm_throughput_pct, '.1f')}</td>"
             f"<td>{_num(k.memory_throughput_pct, '.1f')}</td><td class='l'>{esc(k.clock_model.value)}</td>"
-            f"<td>{f.time_ns(k.normalized_ns)}</td></tr>"
             f"<td>{esc(f.elasticity(k.elasticity, k.elasticity_source))}</td>"
             f"<td>{esc(f.base_run(k.base_duration_ns, k.base_sm_clock_hz))}</td>"
+            f"<td>{f.time_ns(k.normalized_ns)}</td></tr>"
         )
     return f"<div class='scroll'><table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
 
@@ -222,6 +223,7 @@ def render_html(result: RunResult) -> str:
     if clock:
         parts += ["<h2>SM clock, plain pass</h2>", f"<div class='chart'>{clock}</div>"]
     parts += gap_html(result)
+    parts += roofline_html(result)
     parts += power_html(result)
     parts += ["<h2>Environment</h2>", _kv_table(f.environment_items(result))]
     if result.environment.command:

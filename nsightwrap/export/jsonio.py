@@ -36,6 +36,7 @@ from nsightwrap.core.contract import REPORT_FORMAT
 from nsightwrap.core.errors import FormatVersionError, ReportParseError
 from nsightwrap.export.gap_json import gap_from_dict
 from nsightwrap.export.power_json import power_from_dict
+from nsightwrap.export.roofline_json import roofline_from_dict, roofs_from_dict
 from nsightwrap.export.shards import shards_from_dict, variance_from_dict
 
 
@@ -94,6 +95,7 @@ def report_from_dict(doc: Any, *, where: str = "report") -> RunResult:
             clock_trace=tuple(_build(ClockSample, c) for c in doc.get("clock_trace") or ()),
             notes=tuple(doc.get("notes") or ()),
             reader_crashes=tuple(doc.get("reader_crashes") or ()),
+            roofs=roofs_from_dict(doc.get("roofs")),
             shards=shards_from_dict(doc),
             gpu_variance=variance_from_dict(doc),
         )
@@ -151,10 +153,11 @@ def _bench(d: Mapping[str, Any]) -> BenchmarkResult:
         shard=d.get("shard"),
         causes=causes,
         notes=tuple(d.get("notes") or ()),
-        source=dict(d["source"]) if isinstance(d.get("source"), Mapping) else {"kind": "nsightwrap_bench"},
-        user_value_ns=None if d.get("user_value_ns") is None else float(d["user_value_ns"]),
+        roofline=roofline_from_dict(d.get("roofline")),
         power=power_from_dict(d.get("power")),
         gap=gap_from_dict(d.get("gap")),
+        source=dict(d["source"]) if isinstance(d.get("source"), Mapping) else {"kind": "nsightwrap_bench"},
+        user_value_ns=None if d.get("user_value_ns") is None else float(d["user_value_ns"]),
     )
 
 

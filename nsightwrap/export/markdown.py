@@ -13,6 +13,7 @@ from nsightwrap.export import shards
 from nsightwrap.export.escape import html, md_cell
 from nsightwrap.export.gap_markdown import gap_markdown
 from nsightwrap.export.power_markdown import power_markdown
+from nsightwrap.export.roofline_markdown import roofline_markdown
 
 
 def _row(cells: list[str]) -> str:
@@ -71,9 +72,9 @@ def _kernels(b: BenchmarkResult) -> list[str]:
             _num(k.sm_throughput_pct, ".1f"),
             _num(k.memory_throughput_pct, ".1f"),
             k.clock_model.value,
-            f.time_ns(k.normalized_ns),
             f.elasticity(k.elasticity, k.elasticity_source),
             f.base_run(k.base_duration_ns, k.base_sm_clock_hz),
+            f.time_ns(k.normalized_ns),
         ]
         for k in b.ncu.kernels
     ]
@@ -116,6 +117,7 @@ def render_markdown(result: RunResult) -> str:
     if notes:
         out += ["## Notes", "", *(f"- {n}" for n in notes), ""]
     out += gap_markdown(result)
+    out += roofline_markdown(result)
     out += power_markdown(result)
     out += ["## Environment", "", *_environment(result), ""]
     if result.environment.command:

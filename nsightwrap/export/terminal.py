@@ -21,6 +21,7 @@ from nsightwrap.export import reportfmt as f
 from nsightwrap.export import shards
 from nsightwrap.export.gap_terminal import print_gap_line
 from nsightwrap.export.power_terminal import print_power
+from nsightwrap.export.roofline_terminal import print_roofline
 
 _STYLE = {Verdict.OK: "green", Verdict.FLAGGED: "bold red"}
 
@@ -172,4 +173,5 @@ def print_report(result: RunResult, console: Console) -> None:
         console.print()
         for who, n in notes:
             console.print(_labelled(f"note: {who}:", Text(n), 0), style="dim")
+    print_roofline(result, console)
     print_power(result, console)
