@@ -106,7 +106,12 @@ def test_datasheet_roofs_only_for_known_gpus() -> None:
     h200 = datasheet_roofs("NVIDIA H200")
     assert h200 is not None and h200.source == "datasheet" and h200.memory_bytes_per_s == 4.8e12
     bf16 = h200.peak("bf16")
-    assert bf16 is not None and bf16.flops_per_s == 989.4e12 and bf16.sm_clock_hz == 1.98e9
+    assert bf16 is not None and bf16.flops_per_s == 989.4e12 and bf16.sm_clock_hz == 1.83e9
+    # NVIDIA's tensor figure is 132 SMs x 4096 FLOP per clock at 1.83 GHz; its fp32 figure is at
+    # the 1.98 GHz boost clock (132 x 128 FMA x 2).
+    assert bf16.flops_per_s == pytest.approx(132 * 4096 * bf16.sm_clock_hz, rel=1e-3)
+    fp32 = h200.peak("fp32")
+    assert fp32 is not None and fp32.flops_per_s == pytest.approx(132 * 256 * fp32.sm_clock_hz, rel=2e-3)
     assert datasheet_roofs("NVIDIA H100 PCIe").memory_bytes_per_s == 2.0e12  # type: ignore[union-attr]
     assert datasheet_roofs("NVIDIA H100 80GB HBM3").where == "NVIDIA H100 SXM datasheet"  # type: ignore[union-attr]
     assert datasheet_roofs("NVIDIA A100-SXM4-80GB") is None and datasheet_roofs(None) is None

@@ -63,14 +63,14 @@ def test_datasheet_roofline_of_a_compute_bound_gemm(example) -> None:  # type: i
     assert (r.flops, r.bytes, r.flops_source, r.bytes_source) == (flops, nbytes, "bench", "bench")
     assert (r.time_ns, r.time_source) == (t, "ncu") and r.clock_hz == pytest.approx(f, rel=1e-9)
     assert r.extra["timer_ns"] == b.timer.median_ns  # the timer's own rate is kept beside it
-    roof = 989.4e12 * f / 1.98e9  # datasheet bf16 peak at the boost clock, brought to ncu's clock
+    roof = 989.4e12 * f / 1.83e9  # datasheet bf16 peak (at the 1.83 GHz of NVIDIA's tensor figures), at ncu's clock
     assert r.compute_roof == "bf16" and r.roof_flops_per_s == pytest.approx(roof, rel=1e-9)
     assert r.flops_per_s == pytest.approx(flops / (t * 1e-9), rel=1e-12)
     assert r.intensity == pytest.approx(1074.9, abs=0.05)
     assert r.ridge_intensity == pytest.approx(roof / 4.8e12, rel=1e-9)
     assert r.bound == "compute"
     assert r.roof_pct == pytest.approx(100 * (flops / (t * 1e-9)) / roof, rel=1e-9)
-    assert r.roof_pct == pytest.approx(90.6, abs=0.1)
+    assert r.roof_pct == pytest.approx(83.8, abs=0.1)
 
 
 def test_memory_bound_gemv_and_a_memcpy(example) -> None:  # type: ignore[no-untyped-def]

@@ -77,28 +77,35 @@ def measured_roofs(dev: DeviceFile, where: str = "") -> DeviceRoofs:
 @dataclass(frozen=True)
 class _Sheet:
     label: str
-    boost_hz: float
+    boost_hz: float  # the clock of the fp32 figure (SMs x 128 FMA x 2 x boost_hz)
     hbm_bytes_per_s: float
     dense: dict[str, float]  # roof name -> FLOP/s (OP/s) dense, no sparsity
+    #: The clock NVIDIA's tensor-core figures are computed at, which is not the boost clock: the
+    #: SXM parts' 989.4 TFLOP/s bf16 is 132 SMs x 4096 FLOP/clock x 1.83 GHz (fp32's 66.9 is at
+    #: 1.98 GHz); PCIe 756.5 = 114 x 4096 x 1.62 GHz; NVL 835.5 = 132 x 4096 x 1.545 GHz.
+    tensor_hz: float = 0.0
+
+    def clock(self, roof: str) -> float:
+        return self.boost_hz if roof == "fp32" or not self.tensor_hz else self.tensor_hz
 
 
 #: NVIDIA's published dense (no sparsity) peaks at the boost clock: H100 and H200 datasheets.
 _SHEETS: dict[str, _Sheet] = {
     "h200": _Sheet("NVIDIA H200 SXM datasheet", 1.98e9, 4.8e12,
                    {"bf16": 989.4e12, "fp16": 989.4e12, "tf32": 494.7e12, "fp8": 1978.9e12,
-                    "int8": 1978.9e12, "fp32": 66.9e12}),
+                    "int8": 1978.9e12, "fp32": 66.9e12}, tensor_hz=1.83e9),
     "h200 nvl": _Sheet("NVIDIA H200 NVL datasheet", 1.785e9, 4.8e12,
                        {"bf16": 835.5e12, "fp16": 835.5e12, "tf32": 417.5e12, "fp8": 1670.5e12,
-                        "int8": 1670.5e12, "fp32": 60.0e12}),
+                        "int8": 1670.5e12, "fp32": 60.0e12}, tensor_hz=1.545e9),
     "h100 sxm": _Sheet("NVIDIA H100 SXM datasheet", 1.98e9, 3.35e12,
                        {"bf16": 989.4e12, "fp16": 989.4e12, "tf32": 494.7e12, "fp8": 1978.9e12,
-                        "int8": 1978.9e12, "fp32": 66.9e12}),
+                        "int8": 1978.9e12, "fp32": 66.9e12}, tensor_hz=1.83e9),
     "h100 pcie": _Sheet("NVIDIA H100 PCIe datasheet", 1.755e9, 2.0e12,
                         {"bf16": 756.5e12, "fp16": 756.5e12, "tf32": 378.0e12, "fp8": 1513.0e12,
-                         "int8": 1513.0e12, "fp32": 51.2e12}),
+                         "int8": 1513.0e12, "fp32": 51.2e12}, tensor_hz=1.62e9),
     "h100 nvl": _Sheet("NVIDIA H100 NVL datasheet", 1.785e9, 3.9e12,
                        {"bf16": 835.5e12, "fp16": 835.5e12, "tf32": 417.5e12, "fp8": 1670.5e12,
-                        "int8": 1670.5e12, "fp32": 60.0e12}),
+                        "int8": 1670.5e12, "fp32": 60.0e12}, tensor_hz=1.545e9),
 }  # fmt: skip
 
 
@@ -128,6 +135,6 @@ def datasheet_roofs(gpu_name: str | None, uuid: str | None = None) -> DeviceRoof
         memory_bytes_per_s=s.hbm_bytes_per_s,
         memory_name="hbm",
         l2_bytes_per_s=None,
-        peaks=tuple(Peak(n, s.dense[n], s.boost_hz) for n in COMPUTE_ROOFS if n in s.dense),
+        peaks=tuple(Peak(n, s.dense[n], s.clock(n)) for n in COMPUTE_ROOFS if n in s.dense),
         where=s.label,
     )
