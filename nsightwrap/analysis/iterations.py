@@ -27,8 +27,9 @@ from nsightwrap.core import intervals
 if TYPE_CHECKING:
     from nsightwrap.analysis.reconcile import BenchmarkSpec
 
-#: A range path ending in digits: group 1 is ``<nvtx_path>/<iter_prefix>``, group 2 the index.
-_ITER_PATH = re.compile(r"(.*?)(\d+)")
+#: A range path ending in digits: group 1 is ``<nvtx_path>/<iter_prefix>``, group 2 the index
+#: (also splits a child range name into its prefix and index: ``reconcile.specs_from_nvtx``).
+ITER_PATH = re.compile(r"(.*?)(\d+)")
 
 #: ncu columns the statistics use: the parsed frame also holds every collected metric, and
 #: copying hundreds of columns per benchmark dominated the analysis.
@@ -87,7 +88,7 @@ def ncu_stats_all(
     for row, ranges in enumerate(kernels["nvtx_ranges"] if n else []):
         inside: set[int] = set()
         for p in _paths(ranges):
-            m = _ITER_PATH.fullmatch(p)
+            m = ITER_PATH.fullmatch(p)
             if spec_of[row] < 0 and m and (i := heads.get(m.group(1))) is not None:
                 spec_of[row], iter_of[row] = i, int(m.group(2))
             q = p  # the path and each enclosing range: which benchmark ranges hold the kernel

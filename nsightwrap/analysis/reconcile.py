@@ -8,7 +8,6 @@ docs/reconciliation.md explains the model, each cause and its thresholds.
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,7 +26,7 @@ from nsightwrap.analysis.decompose import (
     infer_kind,
     judge,
 )
-from nsightwrap.analysis.iterations import ncu_stats_all, nsys_iterations, nsys_stats_all
+from nsightwrap.analysis.iterations import ITER_PATH, ncu_stats_all, nsys_iterations, nsys_stats_all
 from nsightwrap.analysis.model import (
     BenchmarkResult,
     Cause,
@@ -71,21 +70,9 @@ class BenchmarkSpec:
     #: Where the timing came from (``BenchmarkResult.source``); None: nsightwrap.bench.
     source: Mapping[str, Any] | None = None
 
-    def iteration_pattern(self) -> re.Pattern[str]:
-        """Regex matching an iteration range path; group 1 is the iteration index."""
-        return re.compile(re.escape(f"{self.nvtx_path}/{self.iter_prefix}") + r"(\d+)")
-
 
 def _median(values: Sequence[float]) -> float | None:
     return float(statistics.median(values)) if values else None
-
-
-def _paths(v: object) -> tuple[str, ...]:
-    if isinstance(v, str):
-        return (v,)
-    if isinstance(v, Iterable):
-        return tuple(str(p) for p in v)
-    return ()
 
 
 def base_name(kernel: str) -> str:
@@ -652,10 +639,9 @@ def specs_from_nvtx(top_paths: Iterable[str], all_paths: Iterable[str]) -> list[
     """
     paths = sorted(set(all_paths))
     specs = []
-    child = re.compile(r"(.*?)(\d+)")
     for top in sorted(set(top_paths)):
         kids = [p[len(top) + 1 :] for p in paths if p.startswith(top + "/")]
-        prefixes = {m.group(1) for k in kids if (m := child.fullmatch(k))}
+        prefixes = {m.group(1) for k in kids if (m := ITER_PATH.fullmatch(k))}
         if len(prefixes) == 1:
             name = top.split(":", 1)[-1] if ":" in top else top
             specs.append(BenchmarkSpec(name=name, nvtx_path=top, iter_prefix=prefixes.pop()))

@@ -21,7 +21,6 @@ scaled. Pure functions of parsed data; results are ``model.Roofline`` / ``model.
 from __future__ import annotations
 
 import math
-import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -30,6 +29,7 @@ from typing import Any
 
 import pandas as pd
 
+from nsightwrap.analysis.iterations import ITER_PATH
 from nsightwrap.analysis.model import (
     BenchmarkResult,
     KernelRoofline,
@@ -252,45 +252,21 @@ def place(
 # ----------------------------------------------------------------------------- per benchmark
 
 
-def _iteration_rows(kernels: pd.DataFrame | None, nvtx_path: str, iter_prefix: str) -> dict[int, list[dict[str, Any]]]:
-    """ncu rows of each measured iteration of one benchmark, in launch order."""
-    if kernels is None or kernels.empty or "nvtx_ranges" not in kernels:
-        return {}
-    pat = re.compile(re.escape(f"{nvtx_path}/{iter_prefix}") + r"(\d+)")
-    prefix = nvtx_path + "/"
-    # The iteration of each row first (one pass over one column); only this benchmark's rows are
-    # then turned into dicts (a report frame has every collected metric as a column).
-    its: list[int | None] = []
-    for ranges in kernels["nvtx_ranges"]:
-        paths = (ranges,) if isinstance(ranges, str) else tuple(ranges or ())
-        if not any(str(p).startswith(prefix) for p in paths):
-            its.append(None)
-            continue
-        its.append(next((int(m.group(1)) for p in paths if (m := pat.fullmatch(str(p)))), None))
-    mine = kernels.assign(_nw_iter=pd.Series(its, index=kernels.index, dtype="float64"))
-    mine = mine[mine["_nw_iter"].notna()].sort_values("launch_id", kind="stable")
-    out: dict[int, list[dict[str, Any]]] = {}
-    for row in mine.to_dict("records"):
-        out.setdefault(int(row["_nw_iter"]), []).append({str(k): v for k, v in row.items()})
-    return out
-
-
 def _rows_by_benchmark(
     kernels: pd.DataFrame | None, benchmarks: Sequence[BenchmarkResult]
 ) -> dict[str, dict[int, list[dict[str, Any]]]]:
-    """``_iteration_rows`` of every benchmark in one pass over the ncu rows (a sweep has a
-    thousand benchmarks: one scan and one copy of the frame each dominated the analysis)."""
+    """ncu rows of each measured iteration of every benchmark, in launch order, found in one pass
+    over the ncu rows (a sweep has a thousand benchmarks: one scan each dominated the analysis)."""
     out: dict[str, dict[int, list[dict[str, Any]]]] = {b.nvtx_path: {} for b in benchmarks}
     if kernels is None or kernels.empty or "nvtx_ranges" not in kernels:
         return out
     heads = {f"{b.nvtx_path}/{b.iter_prefix}": b.nvtx_path for b in benchmarks}
-    digits = re.compile(r"(.*?)(\d+)")
     owner: list[str | None] = []
     its: list[float] = []
     for ranges in kernels["nvtx_ranges"]:
         paths = (ranges,) if isinstance(ranges, str) else tuple(ranges or ())
         found = next(
-            ((heads[m.group(1)], int(m.group(2))) for p in paths if (m := digits.fullmatch(str(p))) and m.group(1) in heads),
+            ((heads[m.group(1)], int(m.group(2))) for p in paths if (m := ITER_PATH.fullmatch(str(p))) and m.group(1) in heads),
             None,
         )
         owner.append(found[0] if found else None)
@@ -318,7 +294,7 @@ def benchmark_roofline(
     """The roofline of one benchmark: ``flops``/``nbytes`` are what ``bench`` was given (or None);
     ``iters``: its ncu rows per iteration, where already found (``_rows_by_benchmark``)."""
     if iters is None:
-        iters = _iteration_rows(kernels, b.nvtx_path, b.iter_prefix)
+        iters = _rows_by_benchmark(kernels, [b])[b.nvtx_path]
     notes: list[str] = []
     # Counted work per iteration (median over iterations); FLOPs only where every kernel's are known.
     it_flops: list[float] = []
