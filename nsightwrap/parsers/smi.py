@@ -88,7 +88,10 @@ def _clocks(gpu: etree._Element, tag: str) -> Clocks:
     )
 
 
-def _active_reasons(gpu: etree._Element) -> tuple[str, ...]:
+def active_reasons(gpu: etree._Element) -> tuple[str, ...]:
+    """The clock event (throttle) reasons of one ``<gpu>`` element that are ``Active``, named as
+    nvidia-smi names them without the tag prefix (``sw_power_cap``); older drivers call the
+    block ``clocks_throttle_reasons``."""
     for tag, prefix in (("clocks_event_reasons", "clocks_event_reason_"),
                         ("clocks_throttle_reasons", "clocks_throttle_reason_")):  # fmt: skip
         node = gpu.find(tag)
@@ -115,7 +118,7 @@ def _gpu_info(index: int, gpu: etree._Element, root: etree._Element) -> GpuInfo:
         applications_clocks=_clocks(gpu, "applications_clocks"),
         default_applications_clocks=_clocks(gpu, "default_applications_clocks"),
         max_clocks=_clocks(gpu, "max_clocks"),
-        clock_event_reasons=_active_reasons(gpu),
+        clock_event_reasons=active_reasons(gpu),
         # newer drivers: gpu_power_readings/average_power_draw; older: power_readings/power_draw
         power_draw_w=_quantity(
             gpu,

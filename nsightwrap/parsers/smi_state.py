@@ -16,6 +16,7 @@ from lxml import etree
 
 from nsightwrap.core.errors import ReportParseError
 from nsightwrap.core.units import parse_quantity
+from nsightwrap.parsers.smi import active_reasons
 
 _HINT = "pass the output of `nvidia-smi -q -x`"
 
@@ -81,19 +82,6 @@ def _qty(node: etree._Element, *paths: str) -> float | None:
     return None
 
 
-def _reasons(gpu: etree._Element) -> tuple[str, ...]:
-    for tag, prefix in (("clocks_event_reasons", "clocks_event_reason_"),
-                        ("clocks_throttle_reasons", "clocks_throttle_reason_")):  # fmt: skip
-        node = gpu.find(tag)
-        if node is not None:
-            return tuple(
-                str(c.tag).removeprefix(prefix)
-                for c in node
-                if isinstance(c.tag, str) and (c.text or "").strip() == "Active"
-            )
-    return ()
-
-
 def _margin(gpu: etree._Element, temp: float | None) -> float | None:
     slow = _qty(gpu, "temperature/gpu_temp_slow_threshold")
     if slow is not None and temp is not None:
@@ -135,7 +123,7 @@ def _state(index: int, gpu: etree._Element, root: etree._Element) -> GpuState:
         max_sm_clock_hz=_qty(gpu, "max_clocks/sm_clock", "max_clocks/graphics_clock"),
         app_graphics_clock_hz=_qty(gpu, "applications_clocks/graphics_clock"),
         default_app_graphics_clock_hz=_qty(gpu, "default_applications_clocks/graphics_clock"),
-        active_reasons=_reasons(gpu),
+        active_reasons=active_reasons(gpu),
         temperature_c=temp,
         slowdown_margin_c=_margin(gpu, temp),
         mig_mode=_text(gpu, "mig_mode/current_mig"),
