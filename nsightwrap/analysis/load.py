@@ -277,11 +277,6 @@ def _merge_specs(specs: Sequence[BenchmarkSpec]) -> list[BenchmarkSpec]:
     return list(seen.values())
 
 
-def _f(v: Any, default: float) -> float:
-    o = _opt(v)
-    return float(default) if o is None else o
-
-
 def _opt(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         return None
