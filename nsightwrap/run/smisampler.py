@@ -8,6 +8,7 @@ and the clock-event reasons (power cap, thermal, ...) that pushed them there.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -19,6 +20,8 @@ from nsightwrap.run.launch import Background
 #: the GPU the timer ran on).
 SMI_QUERY = "timestamp,uuid,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active"
 DEFAULT_INTERVAL_MS = 50
+#: How long a stop waits for the first sample of a pass shorter than nvidia-smi's start-up.
+FIRST_SAMPLE_WAIT_S = 2.0
 
 
 def sampler_argv(nvidia_smi: str, interval_ms: int = DEFAULT_INTERVAL_MS) -> list[str]:
@@ -56,11 +59,25 @@ class SmiSampler:
             self._bg = None
         return self
 
+    def _wait_first_sample(self, limit_s: float = FIRST_SAMPLE_WAIT_S) -> None:
+        """Give a pass shorter than nvidia-smi's start-up its first sample: wait (at most
+        ``limit_s``) until the log holds a row past the header, or the sampler has died."""
+        proc = self._bg.proc if self._bg else None
+        end = time.monotonic() + limit_s
+        while proc is not None and proc.poll() is None and time.monotonic() < end:
+            try:
+                if self.out.read_bytes().count(b"\n") >= 2:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.02)
+
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self._bg is None:
             return
+        self._wait_first_sample()
         self._bg.stop()
         lines = [
             ln
