@@ -20,6 +20,7 @@ _LAZY = {
     "BenchResult": "nsightwrap.timer",
     "Region": "nsightwrap.timer",
     "label": "nsightwrap.capture.api",
+    "uncaptured": "nsightwrap.capture.api",
     "load_run": "nsightwrap.notebook",
     "read_ncu": "nsightwrap.notebook",
     "read_nsys": "nsightwrap.notebook",

@@ -416,3 +416,40 @@ t = threading.Thread(target=worker); t.start(); t.join()
                                 "-nsightwrap_nvtx", "-nsightwrap_nvtx"]  # fmt: skip
     nsys = run(tmp_path, None, pass_name="nsys")
     assert not [x for x in nsys.trace() if "nsightwrap_nvtx" in x]
+
+
+def test_uncaptured_block_runs_the_libraries_own_code_and_captures_nothing(tmp_path: Path) -> None:
+    body = KERNEL + """
+import threading
+import nsightwrap as nw
+from torch.utils.benchmark import Timer
+from triton.testing import do_bench  # the wrapper, held by the script
+patched = (torch.cuda.Event.record, torch.cuda.Event.__dict__["__new__"], triton.testing.do_bench, Timer.timeit)
+do_bench(kernel, rep=0.05)
+with nw.uncaptured():
+    own = (torch.cuda.Event.record, torch.cuda.Event.__dict__["__new__"], triton.testing.do_bench, Timer.timeit)
+    print("hooks out", [a is not b for a, b in zip(own, patched)], own[2].__module__)
+    do_bench(kernel, rep=0.05)
+    triton.testing.do_bench(kernel, rep=0.05)
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); kernel(); e.record(); s.elapsed_time(e)
+    t = threading.Thread(target=lambda: do_bench(kernel, rep=0.05)); t.start(); t.join()
+    with nw.uncaptured():
+        pass
+    print("still out", torch.cuda.Event.record is own[0])
+back = (torch.cuda.Event.record, torch.cuda.Event.__dict__["__new__"], triton.testing.do_bench, Timer.timeit)
+print("hooks back", [a is b for a, b in zip(back, patched)])
+do_bench(kernel, rep=0.05)
+"""
+    r = run(tmp_path, body)
+    assert r.code == 0, r.err
+    assert "hooks out [True, True, True, True] triton.testing" in r.out
+    assert "still out True" in r.out and "hooks back [True, True, True, True]" in r.out
+    n = line(body, "do_bench(kernel, rep=0.05)")
+    last = line(body, "do_bench(kernel, rep=0.05)", 5)
+    bs = r.sidecar()["benchmarks"]
+    assert [b["name"] for b in bs] == [f"script.py:{n} do_bench #1", f"script.py:{last} do_bench #1"]
+    assert r.sidecar().get("skipped", []) == []
+    # Outside nsightwrap profile it does nothing (and raises nothing).
+    plain = run(tmp_path, KERNEL + "import nsightwrap as nw\nwith nw.uncaptured():\n    print(triton.testing.do_bench(kernel, rep=0.05))\n", capture=False)
+    assert plain.code == 0 and plain.out.strip() == "0.01", plain.err

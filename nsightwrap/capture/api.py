@@ -1,9 +1,13 @@
-"""``nsightwrap.label``: name the next captured timing (or every one inside a ``with`` block)."""
+"""``nsightwrap.label``: name the next captured timing (or every one inside a ``with`` block);
+``nsightwrap.uncaptured``: run a block as without the capture layer."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
 
+from nsightwrap.capture import state
 from nsightwrap.capture.state import layer
 
 
@@ -40,3 +44,17 @@ class label:  # noqa: N801 - used like a function: nw.label("mm 64x4096")
         stack = getattr(L.local, "label_stack", None) if L is not None else None
         if stack:
             stack.pop()
+
+
+@contextmanager
+def uncaptured() -> Iterator[None]:
+    """Run a block as the script runs without ``nsightwrap profile``.
+
+    ``with nw.uncaptured():`` takes the capture layer's hooks out of ``triton.testing``,
+    ``torch.utils.benchmark.Timer`` and ``torch.cuda.Event`` for the length of the block (in every
+    thread): timings made inside are not captured and run the libraries' own code, nothing of the
+    layer in between. Use it for timings the report should leave out, or to check that the layer
+    changes nothing (benchmarks/capture_overhead.py). Outside ``nsightwrap profile`` it does nothing.
+    """
+    with state.uncaptured():
+        yield

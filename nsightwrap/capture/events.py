@@ -323,9 +323,9 @@ def patch_event(Event: Any) -> None:
                     w.sink.read(w, float(ms))
         return ms
 
-    Event.__new__ = staticmethod(__new__)
-    Event.record = record
-    Event.elapsed_time = elapsed_time
+    state.patch(Event, "__new__", staticmethod(__new__))
+    state.patch(Event, "record", record)
+    state.patch(Event, "elapsed_time", elapsed_time)
     for f, o in ((record, o_record), (elapsed_time, o_elapsed)):
         f.__doc__, f.__name__ = o.__doc__, o.__name__
         f.__qualname__ = getattr(o, "__qualname__", o.__name__)

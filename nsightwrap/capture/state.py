@@ -381,6 +381,44 @@ def set_layer(value: Layer | None) -> None:
     _LAYER = value
 
 
+#: Every attribute the layer replaced: (owner, name, whether the owner had its own, what it had,
+#: the replacement). ``uncaptured`` puts the originals back for the length of a block.
+_PATCHES: list[tuple[Any, str, bool, Any, Any]] = []
+_PATCH_LOCK = threading.Lock()
+
+
+def patch(owner: Any, name: str, new: Any) -> None:
+    """Set ``owner.name = new``, keeping what was there (a class's own ``__dict__`` entry, so a
+    staticmethod ``__new__`` comes back as one)."""
+    own = vars(owner)
+    _PATCHES.append((owner, name, name in own, own.get(name), new))
+    setattr(owner, name, new)
+
+
+@contextmanager
+def uncaptured() -> Iterator[None]:
+    """Run a block as without the layer: its hooks taken out and nothing captured, in every
+    thread, until the block ends. A module first imported inside the block stays unpatched."""
+    global _LAYER
+    with _PATCH_LOCK:
+        saved = _LAYER
+        if saved is not None:
+            _LAYER = None  # every wrapper still referenced (from-imports) passes straight through
+            for owner, name, had, orig, _new in reversed(_PATCHES):
+                if had:
+                    setattr(owner, name, orig)
+                else:
+                    delattr(owner, name)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            with _PATCH_LOCK:
+                for owner, name, _had, _orig, new in _PATCHES:
+                    setattr(owner, name, new)
+                _LAYER = saved
+
+
 def note_layer_error(where: str, exc: BaseException) -> None:
     if _LAYER is not None:
         _LAYER.error(where, exc)

@@ -22,7 +22,7 @@ import sys
 from typing import Any
 
 from nsightwrap.capture import ranges
-from nsightwrap.capture.state import Capture, Layer, guarded, layer, site_of
+from nsightwrap.capture.state import Capture, Layer, guarded, layer, patch, site_of
 
 METHODS = ("timeit", "blocked_autorange", "adaptive_autorange")
 
@@ -233,7 +233,7 @@ def patch_timer(mod: Any) -> None:
     for method in METHODS:
         orig = getattr(Timer, method, None)
         if callable(orig):
-            setattr(Timer, method, _make(orig, method))
+            patch(Timer, method, _make(orig, method))
     est = getattr(Timer, "_estimate_block_size", None)
     if callable(est):
 
@@ -248,5 +248,5 @@ def patch_timer(mod: Any) -> None:
             finally:
                 ctx.estimating = False
 
-        Timer._estimate_block_size = _estimate_block_size
+        patch(Timer, "_estimate_block_size", _estimate_block_size)
     Timer._nsightwrap_patched = True

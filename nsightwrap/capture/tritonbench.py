@@ -25,7 +25,7 @@ from typing import Any
 
 from nsightwrap.capture import ranges
 from nsightwrap.capture.events import SUPPRESS, Sink, Window, sinks
-from nsightwrap.capture.state import Capture, Layer, guarded, layer, site_of
+from nsightwrap.capture.state import Capture, Layer, guarded, layer, patch, site_of
 
 RETURN_MODES = ("min", "max", "mean", "median", "all")
 
@@ -374,5 +374,5 @@ def patch_testing(mod: Any) -> None:
     for name, kind in (("do_bench", "do_bench"), ("do_bench_cudagraph", "do_bench_cudagraph")):
         orig = getattr(mod, name, None)
         if callable(orig):
-            setattr(mod, name, make_wrapper(orig, kind))
+            patch(mod, name, make_wrapper(orig, kind))
     mod._nsightwrap_patched = True

@@ -1,0 +1,62 @@
+"""benchmarks/capture_overhead.py's verdicts: on the recorded H200 rounds of
+fixtures/captures/capture/ and on in-process pairs written here."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "benchmarks" / "capture_overhead.py"
+FINAL = ROOT / "fixtures" / "captures" / "capture" / "capture_overhead_final.json"
+
+
+def _analyze(path: Path) -> dict[tuple[str, str], list[str]]:
+    p = subprocess.run([sys.executable, str(BENCH), "--analyze", str(path)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split()[:3] == ["mode", "kernel", "n"]
+    return {(ln.split()[0], ln.split()[1]): ln.split() for ln in lines[1:]}
+
+
+def _exact_p(a: list[float], b: list[float]) -> float:
+    obs = abs(math.log(statistics.median(b) / statistics.median(a)))
+    pool = a + b
+    ds = []
+    for idx in itertools.combinations(range(len(pool)), len(a)):
+        x = [pool[i] for i in idx]
+        y = [pool[i] for i in range(len(pool)) if i not in idx]
+        ds.append(abs(math.log(statistics.median(y) / statistics.median(x))))
+    return sum(d >= obs - 1e-12 for d in ds) / len(ds)
+
+
+def test_recorded_h200_rounds_cannot_resolve_one_percent_below_20us() -> None:
+    doc = json.loads(FINAL.read_text())
+    rows = _analyze(FINAL)
+    add = rows[("process", "add_4k")]
+    a = [r["add_4k"] for r in doc["without"]]
+    b = [r["add_4k"] for r in doc["with"]]
+    assert add[3] == f"{statistics.median(b) / statistics.median(a) - 1:+.2%}" == "-5.82%"
+    assert float(add[6]) == round(_exact_p(a, b), 2) and float(add[6]) > 0.05
+    assert add[7] == "unresolved"
+    assert rows[("process", "sleep_1ms")][7] == "within" and rows[("process", "copy_1g")][7] == "within"
+
+
+def test_inprocess_pairs_give_a_paired_verdict(tmp_path: Path) -> None:
+    bare = [1000.0 + 7 * (i % 5) for i in range(16)]
+    doc = {"inprocess": {"pairs": 16, "rep_ms": 100.0,
+                         "without": {"slow": bare, "same": bare, "noisy": bare[:4]},
+                         "with": {"slow": [x * 1.02 for x in bare], "same": [x * (1 + (-1) ** i * 1e-4) for i, x in enumerate(bare)],
+                                  "noisy": [bare[0] * 0.9, bare[1] * 1.1, bare[2] * 0.95, bare[3] * 1.05]}}}  # fmt: skip
+    f = tmp_path / "pairs.json"
+    f.write_text(json.dumps(doc))
+    rows = _analyze(f)
+    slow, same, noisy = rows[("inprocess", "slow")], rows[("inprocess", "same")], rows[("inprocess", "noisy")]
+    assert slow[3] == "+2.00%" and slow[7] == "outside" and float(slow[6]) < 0.001  # 16 of 16 slower
+    assert same[7] == "within" and float(same[6]) == 1.0
+    assert noisy[7] == "unresolved" and "for +-1%" in " ".join(noisy)
