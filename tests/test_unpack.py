@@ -36,3 +36,20 @@ def test_truncated_gz_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.Mon
     with pytest.raises(ReportParseError, match="cannot unpack"):
         unpacked(gz)
     assert gz.is_file() and not list((tmp_path / "cache").rglob("*.part-*"))  # original kept, no debris
+
+
+def test_damaged_report_inside_a_good_gz_names_the_users_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nsightwrap.parsers.ncu import read_ncu_rep
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    sq = tmp_path / "capture.sqlite.gz"
+    sq.write_bytes(gzip.compress((REF / "workload.sqlite").read_bytes()[:4096]))  # a truncated export
+    with pytest.raises(ReportParseError) as err:
+        read_nsys(sq)
+    assert str(err.value).startswith(f"{sq} (unpacked to {unpacked(sq)}) is not a readable SQLite database")
+    rep = tmp_path / "report.ncu-rep.gz"
+    rep.write_bytes(gzip.compress(b"not an ncu report at all" * 10))
+    with pytest.raises(ReportParseError) as err:
+        read_ncu_rep(rep)
+    assert str(err.value).startswith(f"{rep} (unpacked to ") and str(unpacked(rep)) in str(err.value)
+    assert sq.is_file() and rep.is_file()  # the user's files are kept

@@ -14,9 +14,11 @@ import os
 import shutil
 import tempfile
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from nsightwrap.core.errors import ReportParseError
+from nsightwrap.core.errors import NsightwrapError, ReportParseError
 
 
 def cache_root() -> Path:
@@ -57,3 +59,18 @@ def unpacked(path: str | os.PathLike[str]) -> Path:
                                hint="the .gz file is truncated or corrupt: copy it again") from None  # fmt: skip
     os.replace(tmp, out)  # atomic: a reader in another process sees all of it or nothing
     return out
+
+
+@contextmanager
+def named_as(original: str | os.PathLike[str], copy: Path) -> Iterator[None]:
+    """Errors raised while reading ``copy`` (the unpacked cache file of ``original``) name the
+    user's file: the cache path means nothing to them."""
+    try:
+        yield
+    except NsightwrapError as exc:
+        if Path(original) == copy:
+            raise
+        a, b = str(copy), f"{original} (unpacked to {copy})"
+        exc.message = exc.message.replace(a, b)
+        exc.args = (f"{exc.message}; {exc.hint}" if exc.hint else exc.message,)
+        raise

@@ -21,7 +21,7 @@ import pandas as pd
 from nsightwrap.core.contract import NVTX_DOMAIN
 from nsightwrap.core.errors import InputNotFound, ReportParseError
 from nsightwrap.core.units import parse_number, unit_factor
-from nsightwrap.core.unpack import unpacked
+from nsightwrap.core.unpack import named_as, unpacked
 
 #: ncu_report's name of the unnamed NVTX domain; paths in it carry no ``domain:`` prefix.
 DEFAULT_DOMAIN = "<default domain>"
@@ -330,7 +330,14 @@ def _load_rep(
     if not p.is_file():
         raise InputNotFound(f"{p}: no such Nsight Compute report",
                             hint="check the path, or run `nsightwrap profile` first")  # fmt: skip
-    p = unpacked(p)
+    src, p = p, unpacked(p)
+    with named_as(src, p):
+        return _read_rep(p, reader)
+
+
+def _read_rep(
+    p: Path, reader: ActionReader | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Path]:
     declared = check_ncu_rep(p)
     from nsightwrap.parsers import ncu_native
 

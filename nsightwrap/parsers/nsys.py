@@ -27,7 +27,7 @@ import pandas as pd
 
 from nsightwrap.core.errors import InputNotFound, ReportParseError
 from nsightwrap.core.intervals import containing, span_by_group, union_by_group
-from nsightwrap.core.unpack import unpacked
+from nsightwrap.core.unpack import named_as, unpacked
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -99,7 +99,7 @@ def read_nsys(path: str | Path, *, detail: bool = True) -> NsysReport:
     API names are then NA. It reads large captures about a third faster.
     """
     p = unpacked(path)
-    with _open(p) as con:
+    with named_as(path, p), _open(p) as con:
         try:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if not tables & {*ACTIVITY_TABLES, NVTX, "StringIds"}:
