@@ -222,6 +222,23 @@ def test_smi_sampler_with_fake_nvidia_smi(tmp_path: Path, monkeypatch: pytest.Mo
     assert s2.record.status == "skipped" and not (tmp_path / "none.csv").exists()
 
 
+def test_smi_sampler_gives_a_short_pass_its_first_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_fakes(monkeypatch, tmp_path)
+    slow = tmp_path / "slow-smi"  # an nvidia-smi that takes 0.6 s to print its first sample
+    slow.write_text(f"#!/bin/sh\nsleep 0.6\nexec {sys.executable} {FAKES / 'bin' / 'nvidia-smi'} \"$@\"\n")
+    slow.chmod(0o755)
+    with SmiSampler(str(slow), tmp_path / "short.csv") as s:
+        pass  # a pass far shorter than the sampler's start-up
+    assert s.record.status == "ok" and s.record.samples >= 1, s.record
+    dead = tmp_path / "dead-smi"  # one that dies at once: no wait for a sample that cannot come
+    dead.write_text("#!/bin/sh\nexit 0\n")
+    dead.chmod(0o755)
+    t0 = time.monotonic()
+    with SmiSampler(str(dead), tmp_path / "dead.csv") as s2:
+        time.sleep(0.2)
+    assert s2.record.status == "empty" and time.monotonic() - t0 < 1.5, s2.record
+
+
 def test_profile_target_runs_without_nsightwrap_env(tmp_path: Path) -> None:
     cp = subprocess.run([sys.executable, str(TARGET), "x"], capture_output=True, text=True, cwd=tmp_path)
     assert cp.returncode == 0 and cp.stdout.startswith('target: pass=none argv=["x"]')
