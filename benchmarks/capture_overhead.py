@@ -2,7 +2,7 @@
 ``triton.testing.do_bench`` medians with and without the layer, on kernels from ~2 us to ~1 ms.
 
     python benchmarks/capture_overhead.py [--mode process|inprocess|both] [--rounds N] [--pairs N]
-                                          [--rep MS] [--json FILE]
+                                          [--processes N] [--rep MS] [--json FILE]
     python benchmarks/capture_overhead.py --analyze FILE   # the verdicts of a recorded run
 
 Two ways to compare, both with the layer loaded as ``nsightwrap profile`` loads it in the plain
@@ -14,10 +14,11 @@ pass (``PYTHONPATH`` boot folder, ``NSIGHTWRAP_CAPTURE=1``, ``NSIGHTWRAP_PASS=pl
     hooks), but on the H200 a process's short-kernel medians move by several percent from one
     process to the next, so many rounds are needed to see a 1% difference.
 ``inprocess``
-    One process with the layer loaded times each kernel ``--pairs`` times with the layer's
+    A process with the layer loaded times each kernel ``--pairs`` times with the layer's
     ``do_bench`` and as many times inside ``nsightwrap.uncaptured()`` (triton's own code, no hook
-    of the layer anywhere), in ABBA order. Both sides share the process, its allocations and the
-    GPU's state, so the paired ratios isolate what the layer does around and inside each call.
+    of the layer anywhere), in ABBA order. Both sides of a pair share the process, its
+    allocations and the GPU's state, so the paired ratios isolate what the layer does around and
+    inside each call; ``--processes`` fresh processes do this and their pairs are pooled.
 
 Printed per kernel: the median ratio (with layer / without) - 1, its 95% confidence interval
 (percentile bootstrap, fixed seed), a p-value (process: permutation test of the medians; inprocess:
@@ -133,16 +134,23 @@ def run_process(tmp: Path, rounds: int, rep: float) -> dict[str, Any]:
     return {"rounds": rounds, "rep_ms": rep, "without": bare, "with": layer}
 
 
-def run_inprocess(tmp: Path, pairs: int, rep: float) -> dict[str, Any]:
+def run_inprocess(tmp: Path, pairs: int, rep: float, processes: int) -> dict[str, Any]:
+    """``pairs`` paired calls per kernel in each of ``processes`` fresh processes (the pairs stay
+    within a process; several processes keep one process's state from deciding the verdict)."""
     worker = tmp / "worker_inprocess.py"
     worker.write_text(INPROCESS_WORKER)
-    run_dir = tmp / "inprocess"
-    got = _worker(worker, [str(rep), str(pairs)], _env(run_dir, True))
-    # The layer captured exactly the calls made with it (none of those made inside uncaptured()).
-    want = [v for name in got["with"] for v in got["with"][name]]
-    assert _sidecar_values(run_dir) == want, (_sidecar_values(run_dir), got)
-    print(f"in-process: {pairs} pairs per kernel done", flush=True)
-    return {"pairs": pairs, "rep_ms": rep, **got}
+    out: dict[str, Any] = {"pairs": pairs, "processes": processes, "rep_ms": rep, "with": {}, "without": {}}
+    for i in range(processes):
+        run_dir = tmp / f"inprocess{i}"
+        got = _worker(worker, [str(rep), str(pairs)], _env(run_dir, True))
+        # The layer captured exactly the calls made with it (none of those made inside uncaptured()).
+        want = [v for name in got["with"] for v in got["with"][name]]
+        assert _sidecar_values(run_dir) == want, (_sidecar_values(run_dir), got)
+        for side in ("with", "without"):
+            for name, vals in got[side].items():
+                out[side].setdefault(name, []).extend(vals)
+        print(f"in-process {i + 1}/{processes}: {pairs} pairs per kernel done", flush=True)
+    return out
 
 
 def permutation_p(a: Sequence[float], b: Sequence[float], *, limit: int = 50_000, seed: int = 0) -> float:
@@ -202,8 +210,8 @@ def analyze(doc: dict[str, Any]) -> list[dict[str, Any]]:
         for name, bare in inproc["without"].items():
             ratios = [w / b for w, b in zip(inproc["with"][name], bare, strict=False)]
             lo, hi = paired_ci(ratios)
-            wins = sum(r > 1 for r in ratios)
-            p = min(1.0, 2 * sign_test_p(max(wins, len(ratios) - wins), len(ratios)))
+            wins, losses = sum(r > 1 for r in ratios), sum(r < 1 for r in ratios)  # ties carry no sign
+            p = min(1.0, 2 * sign_test_p(max(wins, losses), wins + losses)) if wins + losses else 1.0
             rows.append(_row("inprocess", name, len(ratios), statistics.median(ratios), lo, hi, p))
     return rows
 
@@ -229,7 +237,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=("process", "inprocess", "both"), default="both")
     ap.add_argument("--rounds", type=int, default=8, help="process rounds (two fresh processes each)")
-    ap.add_argument("--pairs", type=int, default=16, help="in-process pairs per kernel")
+    ap.add_argument("--pairs", type=int, default=16, help="in-process pairs per kernel and process")
+    ap.add_argument("--processes", type=int, default=2, help="fresh processes of in-process pairs")
     ap.add_argument("--rep", type=float, default=100.0, help="do_bench's rep in ms (its default: 100)")
     ap.add_argument("--json", type=Path, help="write every number here")
     ap.add_argument("--analyze", type=Path, metavar="FILE", help="print the verdicts of a recorded --json file")
@@ -242,7 +251,7 @@ def main() -> None:
         if a.mode in ("process", "both"):
             doc.update(run_process(Path(tmp), a.rounds, a.rep))
         if a.mode in ("inprocess", "both"):
-            doc["inprocess"] = run_inprocess(Path(tmp), a.pairs, a.rep)
+            doc["inprocess"] = run_inprocess(Path(tmp), a.pairs, a.rep, a.processes)
     rows = analyze(doc)
     doc["summary"] = rows
     print_rows(rows)

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks" / "capture_overhead.py"
 FINAL = ROOT / "fixtures" / "captures" / "capture" / "capture_overhead_final.json"
@@ -60,3 +62,25 @@ def test_inprocess_pairs_give_a_paired_verdict(tmp_path: Path) -> None:
     assert slow[3] == "+2.00%" and slow[7] == "outside" and float(slow[6]) < 0.001  # 16 of 16 slower
     assert same[7] == "within" and float(same[6]) == 1.0
     assert noisy[7] == "unresolved" and "for +-1%" in " ".join(noisy)
+
+
+def test_both_modes_end_to_end_over_the_simulated_gpu(tmp_path: Path) -> None:
+    """The benchmark itself, in real subprocesses with the real layer, over the stand-in torch and
+    triton of tests/capture_standins (a simulated GPU: the layer cannot change its timeline)."""
+    import os
+
+    from capture_helpers import standins
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NSIGHTWRAP_")}
+    env["PYTHONPATH"] = str(standins(tmp_path))
+    out = tmp_path / "overhead.json"
+    p = subprocess.run([sys.executable, str(BENCH), "--rounds", "2", "--pairs", "3", "--processes", "2", "--rep", "1",
+                        "--json", str(out)], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert len(doc["without"]) == len(doc["with"]) == 2 and doc["inprocess"]["processes"] == 2
+    assert all(len(v) == 6 for v in doc["inprocess"]["with"].values())  # 3 pairs in each of 2 processes
+    # The stand-in's sleep spins at 1 GHz: the worker's 10 us at 1.98 GHz is 19.8 us there.
+    assert doc["with"][0]["sleep_10us"] == doc["without"][0]["sleep_10us"] == pytest.approx(19_800.0)
+    rows = [r for r in doc["summary"]]
+    assert len(rows) == 12 and {r["verdict"] for r in rows} == {"within"} and {r["p_value"] for r in rows} == {1.0}

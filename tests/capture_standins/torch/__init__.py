@@ -29,9 +29,21 @@ class Tensor:
     def fill_(self, v):
         return self.zero_()
 
+    def __add__(self, other):  # an elementwise add: read two, write one, at 4 TB/s plus 2 us
+        cuda.launch("add", 2.0 + 3 * self._n * self.element_size() / 4e12 * 1e6)
+        return Tensor(self._n, self.dtype)
+
+    def copy_(self, src):  # read and write, at 4 TB/s
+        cuda.launch("copy", 2 * self._n * self.element_size() / 4e12 * 1e6)
+        return self
+
 
 def empty(n, dtype="float32", device=None):
     return Tensor(n, dtype)
+
+
+def empty_like(t):
+    return Tensor(t.numel(), t.dtype)
 
 
 def randn(*shape, dtype="float32", device=None):
@@ -46,4 +58,4 @@ def matmul(a, b):
     return Tensor(1)
 
 
-from torch import cuda, utils  # noqa: E402,F401 - as torch does, after the names they use
+from torch import cuda, nn, utils  # noqa: E402,F401 - as torch does, after the names they use
