@@ -52,4 +52,9 @@ def test_damaged_report_inside_a_good_gz_names_the_users_file(tmp_path: Path, mo
     with pytest.raises(ReportParseError) as err:
         read_ncu_rep(rep)
     assert str(err.value).startswith(f"{rep} (unpacked to ") and str(unpacked(rep)) in str(err.value)
-    assert sq.is_file() and rep.is_file()  # the user's files are kept
+    junk = tmp_path / "junk.sqlite.gz"  # a good gzip of something that is no report at all
+    junk.write_bytes(gzip.compress(b"garbage"))
+    with pytest.raises(ReportParseError) as err:
+        detect(junk)
+    assert str(err.value).startswith(f"{junk} (unpacked to {unpacked(junk)}) is not an SQLite database")
+    assert sq.is_file() and rep.is_file() and junk.is_file()  # the user's files are kept

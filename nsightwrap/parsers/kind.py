@@ -12,7 +12,7 @@ from pathlib import Path
 
 from nsightwrap.core.contract import REPORT_FORMAT, SIDECAR_FORMAT
 from nsightwrap.core.errors import InputNotFound, ReportParseError
-from nsightwrap.core.unpack import unpacked
+from nsightwrap.core.unpack import named_as, unpacked
 
 _HEAD_BYTES = 64 * 1024
 
@@ -53,7 +53,9 @@ def detect(path: str | Path) -> ReportKind:
     except OSError as exc:
         raise InputNotFound(f"{p} cannot be read ({exc.strerror})") from exc
     if p.suffix == ".gz" and head.startswith(b"\x1f\x8b"):
-        return detect(unpacked(p))  # parsers read the .gz through the same unpacked copy
+        copy = unpacked(p)  # parsers read the .gz through the same unpacked copy
+        with named_as(p, copy):
+            return detect(copy)
     kind = _from_content(head, p)
     if kind is not None:
         return kind
