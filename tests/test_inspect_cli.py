@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -18,6 +19,7 @@ from nsightwrap.cli import main
 from nsightwrap.core.errors import InputNotFound, ReportParseError
 from nsightwrap.export.escape import html, md_cell
 from nsightwrap.parsers.kind import ReportKind, detect
+from nsightwrap.parsers.nsys import read_nsys
 from nsightwrap.run.tools import known_locations
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +50,18 @@ def assert_one_line_error(r: subprocess.CompletedProcess[str], code: int, *needl
 
 
 # --- formats --------------------------------------------------------------------------------
+
+
+def test_table_into_a_pipe_keeps_every_row_on_one_line() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    r = subprocess.run([sys.executable, "-m", "nsightwrap", "inspect", str(SQLITE)], capture_output=True, text=True,
+                       env=env, timeout=120)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rows = [ln for ln in r.stdout.splitlines() if ln.startswith("│")]
+    ops = read_nsys(SQLITE).ops
+    assert len(rows) == len(ops)  # one line per op: no cell folded onto a second line
+    longest = max(ops["short_name"].dropna(), key=len)
+    assert len(longest) > 40 and any(longest in ln for ln in rows)
 
 
 def test_by_range_json(capsys: pytest.CaptureFixture[str]) -> None:

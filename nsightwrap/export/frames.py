@@ -126,4 +126,7 @@ def _rich_table(frame: pd.DataFrame, title: str, columns: list[str], stream: Tex
     for row in frame[columns].itertuples(index=False, name=None):
         # Text, never markup: kernel names hold "[" and "]".
         table.add_row(*(Text(_cell(v)) for v in row))
-    Console(file=stream, highlight=False).print(table)
+    # A terminal folds wide cells to its width; a pipe or a file gets every row on one line (at
+    # the table's natural width), so grep and diff see whole kernel names.
+    tty = getattr(stream, "isatty", lambda: False)()
+    Console(file=stream, highlight=False, width=None if tty else 100_000).print(table)
