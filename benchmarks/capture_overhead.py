@@ -198,17 +198,17 @@ def analyze(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per kernel and mode: estimate, interval, p-value, verdict, and for an unresolved
     one about how many rounds (pairs) would make the interval +-1% wide."""
     rows = []
-    if doc.get("without") and isinstance(doc["without"], list):  # process rounds
+    if doc.get("without"):  # process rounds
         n = len(doc["without"])
         for name in doc["without"][0]:
             a = [r[name] for r in doc["without"]]
             b = [r[name] for r in doc["with"]]
             iv = bootstrap_median_ratio(a, b)
             rows.append(_row("process", name, n, iv.estimate, iv.low, iv.high, permutation_p(a, b)))
-    inproc = doc.get("inprocess") or (doc if isinstance(doc.get("without"), dict) else None)
+    inproc = doc.get("inprocess")
     if inproc:
         for name, bare in inproc["without"].items():
-            ratios = [w / b for w, b in zip(inproc["with"][name], bare, strict=False)]
+            ratios = [w / b for w, b in zip(inproc["with"][name], bare, strict=True)]
             lo, hi = paired_ci(ratios)
             wins, losses = sum(r > 1 for r in ratios), sum(r < 1 for r in ratios)  # ties carry no sign
             p = min(1.0, 2 * sign_test_p(max(wins, losses), wins + losses)) if wins + losses else 1.0
