@@ -17,12 +17,12 @@ pass (``PYTHONPATH`` boot folder, ``NSIGHTWRAP_CAPTURE=1``, ``NSIGHTWRAP_PASS=pl
     A process with the layer loaded times each kernel ``--pairs`` times with the layer's
     ``do_bench`` and as many times inside ``nsightwrap.uncaptured()`` (triton's own code, no hook
     of the layer anywhere), in ABBA order. Both sides of a pair share the process, its
-    allocations and the GPU's state, so the paired ratios isolate what the layer does around and
-    inside each call; ``--processes`` fresh processes do this and their pairs are pooled.
+    allocations and the GPU's state, so the pairs isolate what the layer does around and inside
+    each call; ``--processes`` fresh processes do this and their pairs are pooled.
 
-Printed per kernel: the median ratio (with layer / without) - 1, its 95% confidence interval
-(percentile bootstrap, fixed seed), a p-value (process: permutation test of the medians; inprocess:
-sign test of the paired ratios) and a verdict against the target (+-1%): ``within`` (the interval
+Printed per kernel: the ratio of the medians (with layer / without) - 1, its 95% confidence
+interval (percentile bootstrap, fixed seed; inprocess resamples whole pairs), a p-value (process:
+permutation test of the medians; inprocess: sign test of the paired ratios) and a verdict against the target (+-1%): ``within`` (the interval
 lies inside +-1%), ``outside`` (the interval lies beyond it), ``differs`` (the interval excludes 0
 but reaches into +-1%) or ``unresolved`` (the interval holds 0 and reaches past +-1%; the line says
 about how many rounds or pairs would make it +-1% wide). The layer's run also writes its sidecar,
@@ -69,6 +69,8 @@ cases = {
     "gemm_64x4096x4096": lambda: torch.nn.functional.linear(x, w),
     "copy_1g": lambda: dst.copy_(src),
 }
+only = [n for a in sys.argv[1:] if a.startswith("only=") for n in a[5:].split(",") if n]
+cases = {k: f for k, f in cases.items() if not only or k in only}
 '''
 PROCESS_WORKER = CASES + r'''
 out = {}
@@ -118,7 +120,7 @@ def _worker(worker: Path, args: Sequence[str], env: dict[str, str]) -> Any:
     return json.loads(p.stdout.split("RESULT ", 1)[1])
 
 
-def run_process(tmp: Path, rounds: int, rep: float) -> dict[str, Any]:
+def run_process(tmp: Path, rounds: int, rep: float, only: str = "") -> dict[str, Any]:
     worker = tmp / "worker_process.py"
     worker.write_text(PROCESS_WORKER)
     bare: list[dict[str, float]] = []
@@ -126,7 +128,7 @@ def run_process(tmp: Path, rounds: int, rep: float) -> dict[str, Any]:
     for i in range(rounds):
         for with_layer in (False, True) if i % 2 == 0 else (True, False):
             run_dir = tmp / f"run{i}"
-            got = _worker(worker, [str(rep)], _env(run_dir, with_layer))
+            got = _worker(worker, [str(rep), f"only={only}"], _env(run_dir, with_layer))
             if with_layer:  # the layer kept what the script got
                 assert _sidecar_values(run_dir) == list(got.values()), (_sidecar_values(run_dir), got)
             (layer if with_layer else bare).append(got)
@@ -134,7 +136,7 @@ def run_process(tmp: Path, rounds: int, rep: float) -> dict[str, Any]:
     return {"rounds": rounds, "rep_ms": rep, "without": bare, "with": layer}
 
 
-def run_inprocess(tmp: Path, pairs: int, rep: float, processes: int) -> dict[str, Any]:
+def run_inprocess(tmp: Path, pairs: int, rep: float, processes: int, only: str = "") -> dict[str, Any]:
     """``pairs`` paired calls per kernel in each of ``processes`` fresh processes (the pairs stay
     within a process; several processes keep one process's state from deciding the verdict)."""
     worker = tmp / "worker_inprocess.py"
@@ -142,7 +144,7 @@ def run_inprocess(tmp: Path, pairs: int, rep: float, processes: int) -> dict[str
     out: dict[str, Any] = {"pairs": pairs, "processes": processes, "rep_ms": rep, "with": {}, "without": {}}
     for i in range(processes):
         run_dir = tmp / f"inprocess{i}"
-        got = _worker(worker, [str(rep), str(pairs)], _env(run_dir, True))
+        got = _worker(worker, [str(rep), str(pairs), f"only={only}"], _env(run_dir, True))
         # The layer captured exactly the calls made with it (none of those made inside uncaptured()).
         want = [v for name in got["with"] for v in got["with"][name]]
         assert _sidecar_values(run_dir) == want, (_sidecar_values(run_dir), got)
@@ -174,12 +176,19 @@ def permutation_p(a: Sequence[float], b: Sequence[float], *, limit: int = 50_000
     return hits / total
 
 
-def paired_ci(ratios: Sequence[float], *, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """95% percentile-bootstrap interval of the median of paired ratios (fixed seed)."""
-    r = np.asarray(ratios, dtype=float)
+def paired_ci(
+    without: Sequence[float], with_: Sequence[float], *, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of median(with) / median(without), resampling whole
+    pairs (fixed seed). The ratio of the two sides' medians, not the median of the pairs' ratios:
+    where a kernel's do_bench median is bimodal (the 2 us add flips between two values from call
+    to call), most pairs tie and the median ratio sits on the ties, blind to a side that lands in
+    the other mode more often."""
+    a, b = np.asarray(without, dtype=float), np.asarray(with_, dtype=float)
     rng = np.random.default_rng(seed)
-    meds = np.median(r[rng.integers(0, len(r), size=(resamples, len(r)))], axis=1)
-    low, high = np.percentile(meds, [2.5, 97.5])
+    idx = rng.integers(0, len(a), size=(resamples, len(a)))
+    ratios = np.median(b[idx], axis=1) / np.median(a[idx], axis=1)
+    low, high = np.percentile(ratios, [2.5, 97.5])
     return float(low), float(high)
 
 
@@ -208,11 +217,13 @@ def analyze(doc: dict[str, Any]) -> list[dict[str, Any]]:
     inproc = doc.get("inprocess")
     if inproc:
         for name, bare in inproc["without"].items():
-            ratios = [w / b for w, b in zip(inproc["with"][name], bare, strict=True)]
-            lo, hi = paired_ci(ratios)
+            layer = inproc["with"][name]
+            ratios = [w / b for w, b in zip(layer, bare, strict=True)]
+            lo, hi = paired_ci(bare, layer)
             wins, losses = sum(r > 1 for r in ratios), sum(r < 1 for r in ratios)  # ties carry no sign
             p = min(1.0, 2 * sign_test_p(max(wins, losses), wins + losses)) if wins + losses else 1.0
-            rows.append(_row("inprocess", name, len(ratios), statistics.median(ratios), lo, hi, p))
+            est = statistics.median(layer) / statistics.median(bare)
+            rows.append(_row("inprocess", name, len(ratios), est, lo, hi, p))
     return rows
 
 
@@ -240,6 +251,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=16, help="in-process pairs per kernel and process")
     ap.add_argument("--processes", type=int, default=2, help="fresh processes of in-process pairs")
     ap.add_argument("--rep", type=float, default=100.0, help="do_bench's rep in ms (its default: 100)")
+    ap.add_argument("--only", default="", help="comma-separated kernels (default all of them)")
     ap.add_argument("--json", type=Path, help="write every number here")
     ap.add_argument("--analyze", type=Path, metavar="FILE", help="print the verdicts of a recorded --json file")
     a = ap.parse_args()
@@ -249,9 +261,9 @@ def main() -> None:
     doc: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="nsightwrap-capture-overhead-") as tmp:
         if a.mode in ("process", "both"):
-            doc.update(run_process(Path(tmp), a.rounds, a.rep))
+            doc.update(run_process(Path(tmp), a.rounds, a.rep, a.only))
         if a.mode in ("inprocess", "both"):
-            doc["inprocess"] = run_inprocess(Path(tmp), a.pairs, a.rep, a.processes)
+            doc["inprocess"] = run_inprocess(Path(tmp), a.pairs, a.rep, a.processes, a.only)
     rows = analyze(doc)
     doc["summary"] = rows
     print_rows(rows)

@@ -64,6 +64,22 @@ def test_inprocess_pairs_give_a_paired_verdict(tmp_path: Path) -> None:
     assert noisy[7] == "unresolved" and "for +-1%" in " ".join(noisy)
 
 
+def test_inprocess_verdict_sees_a_side_that_lands_in_the_other_mode_more_often(tmp_path: Path) -> None:
+    # A bimodal kernel (the 2 us add's do_bench median flips between two values): most pairs
+    # tie, so the median of the pairs' ratios is exactly 1, yet the layer's side lands in the
+    # low mode 12 times out of 20 and the other side 8: their medians differ by 12.5%.
+    lo, hi = 4288.0, 4900.0
+    pairs = [(lo, lo)] * 6 + [(hi, hi)] * 6 + [(lo, hi)] * 6 + [(hi, lo)] * 2  # (with, without)
+    doc = {"inprocess": {"pairs": 20, "rep_ms": 100.0, "without": {"add": [b for _, b in pairs]},
+                         "with": {"add": [w for w, _ in pairs]}}}  # fmt: skip
+    f = tmp_path / "bimodal.json"
+    f.write_text(json.dumps(doc))
+    row = _analyze(f)[("inprocess", "add")]
+    assert statistics.median([w / b for w, b in pairs]) == 1.0
+    assert row[3] == f"{lo / hi - 1:+.2%}" == "-12.49%"
+    assert row[7] != "within"
+
+
 def test_both_modes_end_to_end_over_the_simulated_gpu(tmp_path: Path) -> None:
     """The benchmark itself, in real subprocesses with the real layer, over the stand-in torch and
     triton of tests/capture_standins (a simulated GPU: the layer cannot change its timeline)."""
@@ -84,3 +100,20 @@ def test_both_modes_end_to_end_over_the_simulated_gpu(tmp_path: Path) -> None:
     assert doc["with"][0]["sleep_10us"] == doc["without"][0]["sleep_10us"] == pytest.approx(19_800.0)
     rows = [r for r in doc["summary"]]
     assert len(rows) == 12 and {r["verdict"] for r in rows} == {"within"} and {r["p_value"] for r in rows} == {1.0}
+
+
+def test_only_times_the_kernels_named(tmp_path: Path) -> None:
+    import os
+
+    from capture_helpers import standins
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NSIGHTWRAP_")}
+    env["PYTHONPATH"] = str(standins(tmp_path))
+    out = tmp_path / "only.json"
+    p = subprocess.run([sys.executable, str(BENCH), "--mode", "inprocess", "--only", "add_4k", "--pairs", "2",
+                        "--processes", "1", "--rep", "1", "--json", str(out)],
+                       capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert list(doc["inprocess"]["with"]) == list(doc["inprocess"]["without"]) == ["add_4k"]
+    assert [r["kernel"] for r in doc["summary"]] == ["add_4k"]

@@ -204,8 +204,9 @@ def _measured(L: Layer, cap: Capture, p: dict[str, Any], kind: str, orig: Any, a
 def _plain(L: Layer, cap: Capture, p: dict[str, Any], orig: Any, summarize: Any) -> Any:
     """The plain pass's do_bench: triton's own loop with ``return_mode="all"``, then triton's own
     ``_summarize_statistics`` with the user's ``quantiles`` and ``return_mode``, so the user gets
-    exactly what triton returns, and the layer touches nothing inside the timed loop (no event
-    hook: even a few microseconds of host work per repeat change how deep the queue runs)."""
+    exactly what triton returns, and the layer keeps no books inside the timed loop: its event
+    hook takes only the suppressed path there (an earlier hook that captured every repeat put a
+    few microseconds of host work into each and changed how deep the queue ran)."""
     sk = sinks(L)
     sk.append(SUPPRESS)
     try:

@@ -6,7 +6,7 @@ reports each kernel's own start and end on the GPU, so the sum over fn's kernels
 kernels ran and nothing else: ``events 3.1 us, kernel 1.2 us, ncu 2.3 us`` on a tiny add, where
 ncu's ``gpu__time_duration`` counts some of the launch too.
 
-The calls run after the timed samples, each taken as a sample is (hold, flush, stamp, fn,
+The calls run after the timed samples, each taken as a sample is (flush, hold, stamp, fn,
 synchronize, stamp); the stamp kernels bracket each call in the profile, so fn's kernels are
 exactly those between the two stamps of a call, whatever their names and streams. Only one
 CUPTI subscriber can run in a process, so this is off under nsys and ncu and whenever another

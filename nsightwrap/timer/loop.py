@@ -3,8 +3,8 @@
 Imported inside the user's process, so it depends only on torch (imported lazily, on the first
 measurement), nvtx, NVML, numpy and nsightwrap's own light modules (no pandas).
 
-One sample is: [GPU sleep holding the queue] [L2 flush: write then read] [stamp] start-event
-``iter<i>``{fn} end-event, synchronize, [stamp]. The sample is queued while the GPU sleeps, so
+One sample is: [L2 flush: write then read] [GPU sleep holding the queue] [stamp] start-event
+``iter<i>``{fn} end-event, [stamp], synchronize. The sample is queued while the GPU sleeps, so
 the event window holds the GPU work of ``fn`` and not the CPU's launch latency; it is the only
 sample queued, so nothing waits behind its end event (docs/timer.md says why that matters); the
 two stamps give its SM clock. Times are in ns, clocks in Hz.
@@ -105,7 +105,7 @@ def bench(
     max_samples: int = 1000,
     rel_precision: float = 0.005,
     budget_s: float = 2.0,
-    warmup_s: float = 0.025,
+    warmup_s: float = 0.005,
     verbose: bool = False,
     energy_s: float | None = None,
     thermal_margin_c: float | None = None,

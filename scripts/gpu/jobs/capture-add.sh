@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# GPU job: the capture layer's effect on the 2 us add alone, with enough in-process pairs to
+# resolve +-1% (benchmarks/capture_overhead.py --only add_4k; docs/capture.md). About 150 s.
+# Runs from the repository root after `. scripts/gpu/env.sh`; keeps everything under $JOB_OUT.
+set -x
+OUT=${JOB_OUT:-/tmp/capture-add-out}
+mkdir -p "$OUT"
+timeout 170 python3 benchmarks/capture_overhead.py --mode inprocess --only add_4k --pairs 120 --processes 3 \
+    --json "$OUT/capture_overhead_add.json" > "$OUT/capture_overhead_add.txt" 2>&1
+echo "capture overhead rc=$?"
+tail -n 8 "$OUT/capture_overhead_add.txt"
