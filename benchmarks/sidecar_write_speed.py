@@ -42,8 +42,8 @@ def main() -> None:
                                  site=Site("/work/bench.py", 7, "main"), call=i + 1, label=None,
                                  api="triton.testing.do_bench", samples_ns=[4288.0 + i % 7] * a.samples,
                                  user_value_ns=4288.0))  # fmt: skip
-                writes += L._last_write != last
-                last = L._last_write
+                writes += L.spacing.last_end != last
+                last = L.spacing.last_end
             times = []
             for _ in range(3):
                 L._dirty = True

@@ -27,9 +27,9 @@ def test_rewrites_are_spaced_by_their_cost_and_forced_at_the_end(tmp_path: Path)
     L.finish(_capture(1))
     path = Path(L.sidecar_path() or "")
     assert _names(path) == ["bench.py:7 do_bench #1"]  # the first capture is written at once
-    assert L._write_cost > 0 and L.write_interval_s() == max(0.25, 20 * L._write_cost)
-    L._write_cost = 1.0  # as if rewriting the file had taken a second: the next one waits 20 s
-    assert L.write_interval_s() == 20.0
+    assert L.spacing.cost_s > 0 and L.spacing.interval_s() == max(0.25, 20 * L.spacing.cost_s)
+    L.spacing.cost_s = 1.0  # as if rewriting the file had taken a second: the next one waits 20 s
+    assert L.spacing.interval_s() == 20.0
     L.finish(_capture(2))
     assert _names(path) == ["bench.py:7 do_bench #1"]
     L.flush(force=True)  # what the exit handler does
@@ -42,7 +42,7 @@ def test_many_captures_do_not_rewrite_the_file_after_each(tmp_path: Path) -> Non
     last = None
     for i in range(1, 201):
         L.finish(_capture(i))
-        stamp = L._last_write
+        stamp = L.spacing.last_end
         writes += stamp != last
         last = stamp
     # 200 captures in well under a second of host time: a handful of writes, not 200.

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nsightwrap.core import contract
+from nsightwrap.core.spacing import RewriteSpacing
 
 #: Directories whose frames are never user code: a call from there is the library's own.
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # nsightwrap/
@@ -153,8 +154,7 @@ class Layer:
         self._label_calls: dict[str, int] = {}
         self.local = threading.local()
         self._dirty = False
-        self._last_write = 0.0  # time.monotonic() at the end of the last sidecar write
-        self._write_cost = 0.0  # seconds the last sidecar write took
+        self.spacing = RewriteSpacing()  # the sidecar is rewritten whole: not after every capture
         self._device: dict[str, Any] | None = None
         self._plain: dict[str, Any] | None = None
         self.internal_dirs: list[str] = [_PKG_DIR + os.sep]
@@ -285,15 +285,16 @@ class Layer:
         return os.path.join(self.run_dir, self.pass_name, f"timer-{os.getpid()}-capture.json")
 
     def flush(self, *, force: bool = False) -> None:
-        """Rewrite the sidecar, unless ``force`` no sooner than ``write_interval_s()`` after the
-        last write. The exit handler forces the last write, so a script that raises keeps every
-        capture; a process killed outright loses at most those of the last interval."""
+        """Rewrite the sidecar, unless ``force`` only when ``spacing`` says it is due (the file
+        grows with every capture: benchmarks/sidecar_write_speed.py). The exit handler forces
+        the last write, so a script that raises keeps every capture; a process killed outright
+        loses at most those since the last rewrite."""
         path = self.sidecar_path()
         if path is None or not self._dirty:
             return
-        t0 = time.monotonic()
-        if not force and t0 - self._last_write < self.write_interval_s():
+        if not force and not self.spacing.due():
             return
+        t0 = time.monotonic()
         try:
             with self.lock:
                 doc = self.document()
@@ -302,18 +303,9 @@ class Layer:
 
             os.makedirs(os.path.dirname(path), exist_ok=True)
             write_json_atomic(path, doc, indent=1, allow_nan=False)
-            self._last_write = time.monotonic()
-            self._write_cost = self._last_write - t0
+            self.spacing.wrote(t0)
         except Exception as exc:  # noqa: BLE001 - a full disk must not stop the script
             self.errors.append({"where": "sidecar", "error": f"{type(exc).__name__}: {exc}"})
-
-    def write_interval_s(self) -> float:
-        """Seconds between two sidecar rewrites: 0.25 s, or 20 times what the last one took.
-        The whole file is rewritten, and it grows with every capture (a do_bench keeps ~1,400 raw
-        samples; benchmarks/sidecar_write_speed.py): rewritten after each call, it put a growing
-        pause of host time, with the GPU idle, between the user's calls. At 20 times the cost the
-        rewrites take at most 5% of the script's time."""
-        return max(0.25, 20.0 * self._write_cost)
 
     def document(self) -> dict[str, Any]:
         torch = sys.modules.get("torch")

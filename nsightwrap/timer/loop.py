@@ -13,8 +13,10 @@ two stamps give its SM clock. Times are in ns, clocks in Hz.
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -23,6 +25,7 @@ from typing import Any
 from nsightwrap.core import contract
 from nsightwrap.core.errors import UsageError
 from nsightwrap.core.shard import in_shard, skipped_method
+from nsightwrap.core.spacing import RewriteSpacing
 from nsightwrap.timer.energy import energy_window
 from nsightwrap.timer.gpu import (
     DOMAIN,
@@ -80,13 +83,43 @@ def _ncu_iters() -> int:
         ) from exc
 
 
+#: The sidecar is rewritten whole and grows with every benchmark: spaced rewrites, and a last
+#: one at exit (``_write_sidecar``).
+_SPACING = RewriteSpacing()
+
+
 def _register(result: BenchResult, gpu: Gpu | None) -> None:
     results: list[BenchResult] = STATE["results"]
     results.append(result)
     run_dir = os.environ.get(contract.ENV_RUN_DIR)
     if current_pass() == contract.PASS_PLAIN and run_dir and gpu is not None:
-        # Rewritten after each benchmark so that a crash keeps what was measured.
-        write_sidecar(sidecar_path(run_dir), results, gpu.device, gpu.torch.__version__)
+        if STATE.get("sidecar") is None:
+            atexit.register(_write_sidecar_at_exit)
+        STATE["sidecar"] = (sidecar_path(run_dir), gpu.device, gpu.torch.__version__)
+        STATE["sidecar_dirty"] = True
+        _write_sidecar()
+
+
+def _write_sidecar(*, force: bool = False) -> None:
+    """Rewrite this process's sidecar with every result so far, when ``_SPACING`` says it is due
+    (always when ``force``, as at exit): a script that raises keeps every benchmark, one killed
+    outright those up to the last rewrite."""
+    target = STATE.get("sidecar")
+    if target is None or not STATE.get("sidecar_dirty") or not (force or _SPACING.due()):
+        return
+    t0 = time.monotonic()
+    path, device, torch_version = target
+    write_sidecar(path, STATE["results"], device, torch_version)
+    STATE["sidecar_dirty"] = False
+    _SPACING.wrote(t0)
+
+
+def _write_sidecar_at_exit() -> None:
+    # A traceback from an exit handler would be printed after the user's own output: one line.
+    try:
+        _write_sidecar(force=True)
+    except OSError as exc:
+        print(f"nsightwrap: could not write the timer sidecar ({exc}); check the run directory", file=sys.stderr)
 
 
 def bench(
