@@ -81,17 +81,26 @@ print("RESULT " + json.dumps(out))
 INPROCESS_WORKER = CASES + r'''
 import nsightwrap as nw
 pairs = int(sys.argv[2])
+import time
 out = {"with": {k: [] for k in cases}, "without": {k: [] for k in cases}}
+# Host seconds from the end of the call before to the start of each call: what the layer does
+# after one of its calls (its sidecar) happens there, with the GPU idle.
+out["gap_s"] = {"with": {k: [] for k in cases}, "without": {k: [] for k in cases}}
 for name, f in cases.items():
     with nw.uncaptured():
         triton.testing.do_bench(f, rep=10, return_mode="median")  # compile and warm up
+    t_end = time.perf_counter()
     for k in range(2 * pairs):
-        bare = k % 4 in (1, 2)  # ABBA: with, without, without, with, ...
-        if bare:
+        side = "without" if k % 4 in (1, 2) else "with"  # ABBA: with, without, without, with, ...
+        t0 = time.perf_counter()
+        if side == "without":
             with nw.uncaptured():
-                out["without"][name].append(triton.testing.do_bench(f, rep=rep, return_mode="median") * 1e6)
+                v = triton.testing.do_bench(f, rep=rep, return_mode="median")
         else:
-            out["with"][name].append(triton.testing.do_bench(f, rep=rep, return_mode="median") * 1e6)
+            v = triton.testing.do_bench(f, rep=rep, return_mode="median")
+        out[side][name].append(v * 1e6)
+        out["gap_s"][side][name].append(t0 - t_end)
+        t_end = time.perf_counter()
 print("RESULT " + json.dumps(out))
 '''
 
@@ -151,6 +160,8 @@ def run_inprocess(tmp: Path, pairs: int, rep: float, processes: int, only: str =
         for side in ("with", "without"):
             for name, vals in got[side].items():
                 out[side].setdefault(name, []).extend(vals)
+            for name, vals in got["gap_s"][side].items():
+                out.setdefault("gap_s", {}).setdefault(side, {}).setdefault(name, []).extend(vals)
         print(f"in-process {i + 1}/{processes}: {pairs} pairs per kernel done", flush=True)
     return out
 

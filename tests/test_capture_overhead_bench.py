@@ -96,6 +96,8 @@ def test_both_modes_end_to_end_over_the_simulated_gpu(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     assert len(doc["without"]) == len(doc["with"]) == 2 and doc["inprocess"]["processes"] == 2
     assert all(len(v) == 6 for v in doc["inprocess"]["with"].values())  # 3 pairs in each of 2 processes
+    gaps = doc["inprocess"]["gap_s"]  # host time before each call, per side
+    assert all(len(v) == 6 and min(v) >= 0 for side in gaps.values() for v in side.values())
     # The stand-in's sleep spins at 1 GHz: the worker's 10 us at 1.98 GHz is 19.8 us there.
     assert doc["with"][0]["sleep_10us"] == doc["without"][0]["sleep_10us"] == pytest.approx(19_800.0)
     rows = [r for r in doc["summary"]]
