@@ -842,8 +842,10 @@ def render(header: str, plain: dict[str, Any], queue: dict[str, Any], rows: Sequ
 
 
 def tables_from(path: Path) -> str:
-    """The tables of a saved ``--json`` file, made again (no GPU needed)."""
-    doc = json.loads(path.read_text())
+    """The tables of a saved ``--json`` file (or its ``.gz``), made again (no GPU needed)."""
+    import gzip
+
+    doc = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
     rows = build_rows(doc["plain"], ncu_refs(doc.get("ncu_none") or []), ncu_refs(doc.get("ncu_base") or []) or None)
     header = doc.get("header") or f"Timer accuracy (tables made from {path.name})."
     return render(header, doc["plain"], doc.get("queue_study") or {}, rows)
