@@ -28,6 +28,14 @@ but reaches into +-1%) or ``unresolved`` (the interval holds 0 and reaches past 
 about how many rounds or pairs would make it +-1% wide). The layer's run also writes its sidecar,
 which is checked to hold the numbers the worker got back.
 
+In-process pairs get more rows, because on the H200 the ``do_bench`` median of a short kernel is
+bimodal from call to call (the 2 us add lands near 4.3 us or near 5.0 us), and the median of a
+side jumps from one mode to the other as the share of either crosses one half: ``mean`` (the
+ratio of the two sides' means, pairs resampled whole; it moves in proportion to the modes'
+shares) and, for a kernel bimodal in every process (``split_modes``), ``low-mode`` and
+``high-mode`` (does the layer move a mode?) and ``mode-mix`` (does it change how often a call
+lands in each, and by how much does that move the mean?).
+
 Kernels: an elementwise add of 4 Ki floats (~2 us, launch-bound), GPU sleeps of ~10 us, ~100 us
 and ~1 ms (``torch.cuda._sleep``), a 64x4096x4096 bf16 GEMM and a 1 GiB copy.
 """
@@ -54,6 +62,7 @@ from nsightwrap.compare.verdicts import bootstrap_median_ratio
 from nsightwrap.core.contract import capture_boot_dir
 
 TARGET = 0.01  # the layer may move the user's medians by under 1%
+MODE_SPLIT = 0.8  # share of the variance a split into two modes must explain (split_modes)
 CASES = r'''
 import json, sys, torch, triton.testing
 rep = float(sys.argv[1])
@@ -214,9 +223,87 @@ def verdict(low: float, high: float, target: float = TARGET) -> str:
     return "unresolved"
 
 
+def paired_mean_ci(
+    without: Sequence[float], with_: Sequence[float], *, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of mean(with) / mean(without), resampling whole pairs.
+    The mean of a mixture of two modes moves in proportion to their weights, where the median
+    jumps from one mode to the other as a weight crosses one half."""
+    a, b = np.asarray(without, dtype=float), np.asarray(with_, dtype=float)
+    idx = np.random.default_rng(seed).integers(0, len(a), size=(resamples, len(a)))
+    low, high = np.percentile(b[idx].mean(axis=1) / a[idx].mean(axis=1), [2.5, 97.5])
+    return float(low), float(high)
+
+
+def split_modes(values: Sequence[float] | np.ndarray) -> float | None:
+    """The value between the two modes of ``values`` (Otsu's split of their central 95%), or None
+    where they are not bimodal: the split must explain at least MODE_SPLIT of the variance (one
+    normal distribution split in two: 64%) and leave at least 10% of the values on each side."""
+    v = np.sort(np.asarray(values, dtype=float))
+    lo, hi = np.percentile(v, [2.5, 97.5])
+    c = v[(v >= lo) & (v <= hi)]
+    if len(c) < 10 or float(c.var()) == 0.0:
+        return None
+    cuts = np.unique(c)[1:]
+    within = [len(c[c < t]) * c[c < t].var() + len(c[c >= t]) * c[c >= t].var() for t in cuts]
+    k = int(np.argmin(within))
+    t = float(cuts[k])
+    share = float(np.mean(c < t))
+    if 1 - within[k] / (len(c) * c.var()) < MODE_SPLIT or not 0.1 <= share <= 0.9:
+        return None
+    return t
+
+
+def by_mode(bare: Sequence[float], layer: Sequence[float], per_process: int, *,
+            resamples: int = 2000, seed: int = 0) -> list[tuple[str, float, float, float]] | None:  # fmt: skip
+    """For a kernel whose ``do_bench`` medians are bimodal in every process: (part, estimate,
+    low, high) of the ratios with / without of ``low-mode`` and ``high-mode`` (each process's own
+    split; the two sides' medians inside the mode, the processes' log ratios weighted by their
+    smaller count) and ``mode-mix`` (what the change in how often the layer's calls land in the
+    low mode does to the mean: the difference of the low mode's shares, pairs resampled whole,
+    times the distance between the modes' medians over the pooled median). None where a process
+    is not bimodal. Together the parts say whether the layer moves the modes or the mix."""
+    a, b = np.asarray(bare, dtype=float), np.asarray(layer, dtype=float)
+    n = len(a)
+    per = per_process if per_process and n % per_process == 0 else n
+    low_a, low_b = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    for s in range(0, n, per):
+        t = split_modes(np.concatenate([a[s : s + per], b[s : s + per]]))
+        if t is None:
+            return None
+        low_a[s : s + per], low_b[s : s + per] = a[s : s + per] < t, b[s : s + per] < t
+    rng = np.random.default_rng(seed)
+    parts: list[tuple[str, float, float, float]] = []
+    for part, ma, mb in (("low-mode", low_a, low_b), ("high-mode", ~low_a, ~low_b)):
+        est, boot, weights = 0.0, np.zeros(resamples), 0.0
+        for s in range(0, n, per):
+            x, y = a[s : s + per][ma[s : s + per]], b[s : s + per][mb[s : s + per]]
+            if min(len(x), len(y)) < 3:
+                continue
+            w = float(min(len(x), len(y)))
+            est += w * math.log(float(np.median(y)) / float(np.median(x)))
+            bx = np.median(x[rng.integers(0, len(x), size=(resamples, len(x)))], axis=1)
+            by = np.median(y[rng.integers(0, len(y), size=(resamples, len(y)))], axis=1)
+            boot += w * np.log(by / bx)
+            weights += w
+        if weights:
+            low, high = np.percentile(np.exp(boot / weights), [2.5, 97.5])
+            parts.append((part, math.exp(est / weights), float(low), float(high)))
+    pooled = np.concatenate([a, b])
+    lows, highs = pooled[np.concatenate([low_a, low_b])], pooled[~np.concatenate([low_a, low_b])]
+    gap = (float(np.median(lows)) - float(np.median(highs))) / float(np.median(pooled))
+    idx = rng.integers(0, n, size=(resamples, n))
+    shift = (low_b[idx].mean(axis=1) - low_a[idx].mean(axis=1)) * gap
+    low, high = np.percentile(shift, [2.5, 97.5])
+    parts.append(("mode-mix", 1 + (low_b.mean() - low_a.mean()) * gap, 1 + float(low), 1 + float(high)))
+    return parts
+
+
 def analyze(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per kernel and mode: estimate, interval, p-value, verdict, and for an unresolved
-    one about how many rounds (pairs) would make the interval +-1% wide."""
+    one about how many rounds (pairs) would make the interval +-1% wide. In-process pairs also
+    get a ``mean`` row (the ratio of the sides' means) and, for a kernel bimodal in every
+    process, its ``low-mode``, ``high-mode`` and ``mode-mix`` rows (``by_mode``)."""
     rows = []
     if doc.get("without"):  # process rounds
         n = len(doc["without"])
@@ -235,10 +322,15 @@ def analyze(doc: dict[str, Any]) -> list[dict[str, Any]]:
             p = min(1.0, 2 * sign_test_p(max(wins, losses), wins + losses)) if wins + losses else 1.0
             est = statistics.median(layer) / statistics.median(bare)
             rows.append(_row("inprocess", name, len(ratios), est, lo, hi, p))
+            lo, hi = paired_mean_ci(bare, layer)
+            mean = statistics.fmean(layer) / statistics.fmean(bare)
+            rows.append(_row("mean", name, len(ratios), mean, lo, hi, None))
+            for part, est, lo, hi in by_mode(bare, layer, int(inproc.get("pairs") or 0)) or []:
+                rows.append(_row(part, name, len(ratios), est, lo, hi, None))
     return rows
 
 
-def _row(mode: str, name: str, n: int, est: float, lo: float, hi: float, p: float) -> dict[str, Any]:
+def _row(mode: str, name: str, n: int, est: float, lo: float, hi: float, p: float | None) -> dict[str, Any]:
     v = verdict(lo, hi)
     half = (hi - lo) / 2
     need = math.ceil(n * (half / TARGET) ** 2) if v == "unresolved" else None
@@ -251,8 +343,9 @@ def print_rows(rows: Sequence[dict[str, Any]]) -> None:
     for r in rows:
         iv = f"[{r['ci_low']:+.2%}, {r['ci_high']:+.2%}]"
         more = f" (about {r['n_for_1pct']} for +-1%)" if r["n_for_1pct"] else ""
+        p = "-" if r["p_value"] is None else f"{r['p_value']:.2f}"  # a p-value only for the medians
         print(f"{r['mode']:<10} {r['kernel']:<18} {r['n']:>3} {r['rel_diff']:>+10.2%} {iv:>19} "
-              f"{r['p_value']:>5.2f}  {r['verdict']}{more}")  # fmt: skip
+              f"{p:>5}  {r['verdict']}{more}")  # fmt: skip
 
 
 def main() -> None:

@@ -80,6 +80,56 @@ def test_inprocess_verdict_sees_a_side_that_lands_in_the_other_mode_more_often(t
     assert row[7] != "within"
 
 
+def test_bimodal_pairs_are_taken_apart_into_modes_and_mix(tmp_path: Path) -> None:
+    # Two processes of 20 pairs; in each, the layer's calls land in the low mode (4300) 14 times
+    # and the others' 8 times, and the layer's high mode is 0.5% higher (5025 against 5000).
+    lo, hi = 4300.0, 5000.0
+    bare = ([lo] * 8 + [hi] * 12) * 2
+    layer = ([lo] * 14 + [hi * 1.005] * 6) * 2
+    normal = [1000.0 + 10 * math.sin(i * 1.7) + 5 * math.cos(i * 0.3) for i in range(40)]  # one mode
+    doc = {"inprocess": {"pairs": 20, "processes": 2, "rep_ms": 100.0, "without": {"add": bare, "one": normal},
+                         "with": {"add": layer, "one": list(reversed(normal))}}}  # fmt: skip
+    f = tmp_path / "modes.json"
+    f.write_text(json.dumps(doc))
+    rows = _analyze(f)
+    assert rows[("mean", "add")][3] == f"{statistics.fmean(layer) / statistics.fmean(bare) - 1:+.2%}"
+    assert rows[("mean", "add")][6] == "-"  # the sign test belongs to the medians' row
+    assert rows[("low-mode", "add")][3] == "+0.00%" and rows[("low-mode", "add")][7] == "within"
+    assert rows[("high-mode", "add")][3] == "+0.50%" and rows[("high-mode", "add")][7] == "within"
+    pooled = statistics.median(bare + layer)  # 22 low and 18 high values: the low mode
+    assert pooled == lo
+    shift = (14 - 8) / 20 * (lo - hi) / pooled  # 30 points more in a mode 16% lower
+    assert rows[("mode-mix", "add")][3] == f"{shift:+.2%}" == "-4.88%"
+    assert rows[("mode-mix", "add")][7] != "within"
+    # One mode: the medians and the mean only.
+    assert ("mean", "one") in rows and not any(k[1] == "one" and k[0].endswith(("mode", "mix")) for k in rows)
+
+
+SPACED = ROOT / "fixtures" / "captures" / "capture"
+
+
+def test_recorded_h200_pairs_before_and_after_the_sidecar_spacing() -> None:
+    """The 2 us add's 360 pairs before the layer spaced its sidecar rewrites and after: the mode
+    shares moved before (the layer's calls landed low 202 times, the others' 161), not after;
+    inside each mode the two sides agree to one event tick either way."""
+    before, after = _analyze(SPACED / "capture_overhead_add_pairs.json"), _analyze(SPACED / "capture_overhead_add_spaced.json")
+    assert before[("inprocess", "add_4k")][7] == "outside" and before[("mode-mix", "add_4k")][7] == "differs"
+    assert after[("mode-mix", "add_4k")][7] != "differs" and after[("mode-mix", "add_4k")][3] == "+0.04%"
+    for rows in (before, after):
+        assert rows[("low-mode", "add_4k")][7] == rows[("high-mode", "add_4k")][7] == "within"
+    doc = json.loads((SPACED / "capture_overhead_add_spaced.json").read_text())["inprocess"]
+    w, b = doc["with"]["add_4k"], doc["without"]["add_4k"]
+    assert after[("mean", "add_4k")][3] == f"{statistics.fmean(w) / statistics.fmean(b) - 1:+.2%}" == "-0.69%"
+    # The host time before each call is the same on both sides now (no rewrite between calls).
+    gaps = doc["gap_s"]
+    assert abs(statistics.median(gaps["with"]["add_4k"]) - statistics.median(gaps["without"]["add_4k"])) < 50e-6
+    rest = _analyze(SPACED / "capture_overhead_rest_spaced.json")
+    for k in ("sleep_10us", "sleep_100us", "sleep_1ms", "gemm_64x4096x4096", "copy_1g"):
+        assert rest[("mean", k)][7] == "within", rest[("mean", k)]
+    assert rest[("inprocess", "gemm_64x4096x4096")][7] == "differs"  # -2.25% at the medians
+    assert rest[("inprocess", "sleep_10us")][7] == "unresolved" and rest[("mode-mix", "sleep_10us")][7] == "within"
+
+
 def test_both_modes_end_to_end_over_the_simulated_gpu(tmp_path: Path) -> None:
     """The benchmark itself, in real subprocesses with the real layer, over the stand-in torch and
     triton of tests/capture_standins (a simulated GPU: the layer cannot change its timeline)."""
@@ -101,7 +151,12 @@ def test_both_modes_end_to_end_over_the_simulated_gpu(tmp_path: Path) -> None:
     # The stand-in's sleep spins at 1 GHz: the worker's 10 us at 1.98 GHz is 19.8 us there.
     assert doc["with"][0]["sleep_10us"] == doc["without"][0]["sleep_10us"] == pytest.approx(19_800.0)
     rows = [r for r in doc["summary"]]
-    assert len(rows) == 12 and {r["verdict"] for r in rows} == {"within"} and {r["p_value"] for r in rows} == {1.0}
+    # 6 process rows, 6 in-process rows of the medians and their 6 "mean" rows (no p-value); the
+    # simulated GPU gives every call the same value, so no kernel is bimodal.
+    assert [r["mode"] for r in rows] == ["process"] * 6 + ["inprocess", "mean"] * 6
+    assert {r["verdict"] for r in rows} == {"within"}
+    assert [r["p_value"] for r in rows if r["mode"] != "mean"] == [1.0] * 12
+    assert {r["p_value"] for r in rows if r["mode"] == "mean"} == {None}
 
 
 def test_only_times_the_kernels_named(tmp_path: Path) -> None:
@@ -118,4 +173,4 @@ def test_only_times_the_kernels_named(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
     assert list(doc["inprocess"]["with"]) == list(doc["inprocess"]["without"]) == ["add_4k"]
-    assert [r["kernel"] for r in doc["summary"]] == ["add_4k"]
+    assert [(r["mode"], r["kernel"]) for r in doc["summary"]] == [("inprocess", "add_4k"), ("mean", "add_4k")]
