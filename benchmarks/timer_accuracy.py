@@ -754,6 +754,29 @@ def clock_table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def kernel_time_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Each reading over CUPTI's kernel time of the same calls (taken the way the timer takes a
+    sample: flush, hold, stamp, fn): what the event window less the empty window, the window as
+    it is, and ncu's ``gpu__time_duration`` add to the time the kernels themselves ran (us)."""
+    head = ["kernel", "CUPTI kernel us", "nsightwrap - CUPTI us", "nothing subtracted - CUPTI us",
+            "reference loop - CUPTI us", "ncu - CUPTI us", "ncu - nsightwrap us"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for r in rows:
+        k = r.get("kernel_ns")
+        if k is None:
+            continue
+
+        def over(key: str, k: float = k) -> str:
+            v = r.get(key)
+            return _cell((v - k) / 1e3, "+.2f") if v is not None and math.isfinite(v) else "-"
+
+        ncu, timer = r.get("ncu_ns"), r.get("timer_ns")
+        gap = _cell((ncu - timer) / 1e3, "+.2f") if ncu is not None and timer is not None else "-"
+        cells = [r["kernel"], _us(k), over("timer_ns"), over("timer_raw_ns"), over("ref_ns"), over("ncu_ns"), gap]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def spread_table(rows: Sequence[dict[str, Any]]) -> str:
     """Run-to-run spread: max - min over the rounds of each method's error against ncu (points)."""
     head = ["kernel", *(METHOD_TITLES[m] for m in METHODS if m != "timer_raw")]
@@ -832,6 +855,8 @@ def render(header: str, plain: dict[str, Any], queue: dict[str, Any], rows: Sequ
         "Run-to-run spread (max - min of the error over the rounds, points):\n",
         spread_table(rows),
     ]
+    if any(r.get("kernel_ns") is not None for r in rows):
+        parts += ["", "Each reading over CUPTI's kernel time of the same calls (us):\n", kernel_time_table(rows)]
     if nv_err:
         parts += ["", f"nvbench column empty: {nv_err}"]
     if not plain.get("reference_loop"):
