@@ -766,13 +766,12 @@ def kernel_time_table(rows: Sequence[dict[str, Any]]) -> str:
         if k is None:
             continue
 
-        def over(key: str, k: float = k) -> str:
-            v = r.get(key)
+        def over(v: Any, k: float = k) -> str:
             return _cell((v - k) / 1e3, "+.2f") if v is not None and math.isfinite(v) else "-"
 
         ncu, timer = r.get("ncu_ns"), r.get("timer_ns")
         gap = _cell((ncu - timer) / 1e3, "+.2f") if ncu is not None and timer is not None else "-"
-        cells = [r["kernel"], _us(k), over("timer_ns"), over("timer_raw_ns"), over("ref_ns"), over("ncu_ns"), gap]
+        cells = [r["kernel"], _us(k), *(over(r.get(c)) for c in ("timer_ns", "timer_raw_ns", "ref_ns", "ncu_ns")), gap]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
