@@ -197,17 +197,19 @@ def permutation_p(a: Sequence[float], b: Sequence[float], *, limit: int = 50_000
 
 
 def paired_ci(
-    without: Sequence[float], with_: Sequence[float], *, resamples: int = 2000, seed: int = 0
+    without: Sequence[float], with_: Sequence[float], *, stat: Any = np.median, resamples: int = 2000, seed: int = 0
 ) -> tuple[float, float]:
-    """95% percentile-bootstrap interval of median(with) / median(without), resampling whole
-    pairs (fixed seed). The ratio of the two sides' medians, not the median of the pairs' ratios:
-    where a kernel's do_bench median is bimodal (the 2 us add flips between two values from call
-    to call), most pairs tie and the median ratio sits on the ties, blind to a side that lands in
-    the other mode more often."""
+    """95% percentile-bootstrap interval of stat(with) / stat(without), resampling whole pairs
+    (fixed seed). ``np.median``: the ratio of the two sides' medians, not the median of the pairs'
+    ratios: where a kernel's do_bench median is bimodal (the 2 us add flips between two values
+    from call to call), most pairs tie and the median ratio sits on the ties, blind to a side that
+    lands in the other mode more often. ``np.mean``: the mean of a mixture of two modes moves in
+    proportion to their weights, where the median jumps from one mode to the other as a weight
+    crosses one half."""
     a, b = np.asarray(without, dtype=float), np.asarray(with_, dtype=float)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(a), size=(resamples, len(a)))
-    ratios = np.median(b[idx], axis=1) / np.median(a[idx], axis=1)
+    ratios = stat(b[idx], axis=1) / stat(a[idx], axis=1)
     low, high = np.percentile(ratios, [2.5, 97.5])
     return float(low), float(high)
 
@@ -221,18 +223,6 @@ def verdict(low: float, high: float, target: float = TARGET) -> str:
     if low > 1 or high < 1:
         return "differs"
     return "unresolved"
-
-
-def paired_mean_ci(
-    without: Sequence[float], with_: Sequence[float], *, resamples: int = 2000, seed: int = 0
-) -> tuple[float, float]:
-    """95% percentile-bootstrap interval of mean(with) / mean(without), resampling whole pairs.
-    The mean of a mixture of two modes moves in proportion to their weights, where the median
-    jumps from one mode to the other as a weight crosses one half."""
-    a, b = np.asarray(without, dtype=float), np.asarray(with_, dtype=float)
-    idx = np.random.default_rng(seed).integers(0, len(a), size=(resamples, len(a)))
-    low, high = np.percentile(b[idx].mean(axis=1) / a[idx].mean(axis=1), [2.5, 97.5])
-    return float(low), float(high)
 
 
 def split_modes(values: Sequence[float] | np.ndarray) -> float | None:
@@ -322,7 +312,7 @@ def analyze(doc: dict[str, Any]) -> list[dict[str, Any]]:
             p = min(1.0, 2 * sign_test_p(max(wins, losses), wins + losses)) if wins + losses else 1.0
             est = statistics.median(layer) / statistics.median(bare)
             rows.append(_row("inprocess", name, len(ratios), est, lo, hi, p))
-            lo, hi = paired_mean_ci(bare, layer)
+            lo, hi = paired_ci(bare, layer, stat=np.mean)
             mean = statistics.fmean(layer) / statistics.fmean(bare)
             rows.append(_row("mean", name, len(ratios), mean, lo, hi, None))
             for part, est, lo, hi in by_mode(bare, layer, int(inproc.get("pairs") or 0)) or []:
