@@ -89,12 +89,17 @@ print("RESULT " + json.dumps(out))
 '''
 INPROCESS_WORKER = CASES + r'''
 import nsightwrap as nw
+from nsightwrap.capture.state import layer
 pairs = int(sys.argv[2])
+L = layer()
+if "rewrites=exit" in sys.argv[1:]:
+    L.spacing.min_s = float("inf")  # the sidecar is written once, at exit: no rewrite between calls
 import time
 out = {"with": {k: [] for k in cases}, "without": {k: [] for k in cases}}
-# Host seconds from the end of the call before to the start of each call: what the layer does
-# after one of its calls (its sidecar) happens there, with the GPU idle.
+# Host seconds from the end of the call before to the start of each call, and whether the layer
+# rewrote its sidecar inside the call (at its end, the GPU idle until the next call starts).
 out["gap_s"] = {"with": {k: [] for k in cases}, "without": {k: [] for k in cases}}
+out["rewrote"] = {"with": {k: [] for k in cases}, "without": {k: [] for k in cases}}
 for name, f in cases.items():
     with nw.uncaptured():
         triton.testing.do_bench(f, rep=10, return_mode="median")  # compile and warm up
@@ -102,6 +107,7 @@ for name, f in cases.items():
     for k in range(2 * pairs):
         side = "without" if k % 4 in (1, 2) else "with"  # ABBA: with, without, without, with, ...
         t0 = time.perf_counter()
+        last = L.spacing.last_end
         if side == "without":
             with nw.uncaptured():
                 v = triton.testing.do_bench(f, rep=rep, return_mode="median")
@@ -109,6 +115,7 @@ for name, f in cases.items():
             v = triton.testing.do_bench(f, rep=rep, return_mode="median")
         out[side][name].append(v * 1e6)
         out["gap_s"][side][name].append(t0 - t_end)
+        out["rewrote"][side][name].append(L.spacing.last_end != last)
         t_end = time.perf_counter()
 print("RESULT " + json.dumps(out))
 '''
@@ -154,23 +161,28 @@ def run_process(tmp: Path, rounds: int, rep: float, only: str = "") -> dict[str,
     return {"rounds": rounds, "rep_ms": rep, "without": bare, "with": layer}
 
 
-def run_inprocess(tmp: Path, pairs: int, rep: float, processes: int, only: str = "") -> dict[str, Any]:
+def run_inprocess(
+    tmp: Path, pairs: int, rep: float, processes: int, only: str = "", rewrites: str = "spaced"
+) -> dict[str, Any]:
     """``pairs`` paired calls per kernel in each of ``processes`` fresh processes (the pairs stay
-    within a process; several processes keep one process's state from deciding the verdict)."""
+    within a process; several processes keep one process's state from deciding the verdict).
+    ``rewrites="exit"`` keeps the layer from rewriting its sidecar until the process exits."""
     worker = tmp / "worker_inprocess.py"
     worker.write_text(INPROCESS_WORKER)
-    out: dict[str, Any] = {"pairs": pairs, "processes": processes, "rep_ms": rep, "with": {}, "without": {}}
+    out: dict[str, Any] = {"pairs": pairs, "processes": processes, "rep_ms": rep, "rewrites": rewrites,
+                           "with": {}, "without": {}}  # fmt: skip
     for i in range(processes):
         run_dir = tmp / f"inprocess{i}"
-        got = _worker(worker, [str(rep), str(pairs), f"only={only}"], _env(run_dir, True))
+        got = _worker(worker, [str(rep), str(pairs), f"only={only}", f"rewrites={rewrites}"], _env(run_dir, True))
         # The layer captured exactly the calls made with it (none of those made inside uncaptured()).
         want = [v for name in got["with"] for v in got["with"][name]]
         assert _sidecar_values(run_dir) == want, (_sidecar_values(run_dir), got)
         for side in ("with", "without"):
             for name, vals in got[side].items():
                 out[side].setdefault(name, []).extend(vals)
-            for name, vals in got["gap_s"][side].items():
-                out.setdefault("gap_s", {}).setdefault(side, {}).setdefault(name, []).extend(vals)
+            for key in ("gap_s", "rewrote"):
+                for name, vals in got[key][side].items():
+                    out.setdefault(key, {}).setdefault(side, {}).setdefault(name, []).extend(vals)
         print(f"in-process {i + 1}/{processes}: {pairs} pairs per kernel done", flush=True)
     return out
 
@@ -338,6 +350,18 @@ def print_rows(rows: Sequence[dict[str, Any]]) -> None:
               f"{p:>5}  {r['verdict']}{more}")  # fmt: skip
 
 
+def rewrite_lines(doc: dict[str, Any]) -> list[str]:
+    """How many of the layer's calls rewrote the sidecar (at their end, before the next call), per
+    kernel, and the next call's side: a rewrite leaves the GPU idle before whichever call follows."""
+    inproc = doc.get("inprocess") or {}
+    rewrote = (inproc.get("rewrote") or {}).get("with") or {}
+    lines = []
+    for name, flags in rewrote.items():
+        lines.append(f"sidecar rewrites inside the layer's calls of {name}: {sum(flags)} of {len(flags)}"
+                     f" (rewrites {inproc.get('rewrites', 'spaced')})")  # fmt: skip
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=("process", "inprocess", "both"), default="both")
@@ -346,21 +370,28 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=2, help="fresh processes of in-process pairs")
     ap.add_argument("--rep", type=float, default=100.0, help="do_bench's rep in ms (its default: 100)")
     ap.add_argument("--only", default="", help="comma-separated kernels (default all of them)")
+    ap.add_argument("--rewrites", choices=("spaced", "exit"), default="spaced",
+                    help="inprocess: the layer's sidecar rewrites as the layer spaces them, or only at exit")  # fmt: skip
     ap.add_argument("--json", type=Path, help="write every number here")
     ap.add_argument("--analyze", type=Path, metavar="FILE", help="print the verdicts of a recorded --json file")
     a = ap.parse_args()
     if a.analyze:
-        print_rows(analyze(json.loads(a.analyze.read_text())))
+        recorded = json.loads(a.analyze.read_text())
+        print_rows(analyze(recorded))
+        for line in rewrite_lines(recorded):
+            print(line)
         return
     doc: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="nsightwrap-capture-overhead-") as tmp:
         if a.mode in ("process", "both"):
             doc.update(run_process(Path(tmp), a.rounds, a.rep, a.only))
         if a.mode in ("inprocess", "both"):
-            doc["inprocess"] = run_inprocess(Path(tmp), a.pairs, a.rep, a.processes, a.only)
+            doc["inprocess"] = run_inprocess(Path(tmp), a.pairs, a.rep, a.processes, a.only, a.rewrites)
     rows = analyze(doc)
     doc["summary"] = rows
     print_rows(rows)
+    for line in rewrite_lines(doc):
+        print(line)
     if a.json:
         a.json.write_text(json.dumps(doc, indent=1))
 

@@ -148,6 +148,10 @@ def test_both_modes_end_to_end_over_the_simulated_gpu(tmp_path: Path) -> None:
     assert all(len(v) == 6 for v in doc["inprocess"]["with"].values())  # 3 pairs in each of 2 processes
     gaps = doc["inprocess"]["gap_s"]  # host time before each call, per side
     assert all(len(v) == 6 and min(v) >= 0 for side in gaps.values() for v in side.values())
+    rewrote = doc["inprocess"]["rewrote"]  # the layer's sidecar rewrites, inside its own calls only
+    assert not any(v for flags in rewrote["without"].values() for v in flags)
+    assert any(v for flags in rewrote["with"].values() for v in flags)
+    assert "sidecar rewrites inside the layer's calls of add_4k: " in p.stdout
     # The stand-in's sleep spins at 1 GHz: the worker's 10 us at 1.98 GHz is 19.8 us there.
     assert doc["with"][0]["sleep_10us"] == doc["without"][0]["sleep_10us"] == pytest.approx(19_800.0)
     rows = [r for r in doc["summary"]]
@@ -157,6 +161,26 @@ def test_both_modes_end_to_end_over_the_simulated_gpu(tmp_path: Path) -> None:
     assert {r["verdict"] for r in rows} == {"within"}
     assert [r["p_value"] for r in rows if r["mode"] != "mean"] == [1.0] * 12
     assert {r["p_value"] for r in rows if r["mode"] == "mean"} == {None}
+
+
+def test_rewrites_at_exit_only_keep_every_value_and_rewrite_nothing_between_calls(tmp_path: Path) -> None:
+    import os
+
+    from capture_helpers import standins
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NSIGHTWRAP_")}
+    env["PYTHONPATH"] = str(standins(tmp_path))
+    out = tmp_path / "exit.json"
+    p = subprocess.run([sys.executable, str(BENCH), "--mode", "inprocess", "--only", "add_4k,sleep_10us", "--pairs", "3",
+                        "--processes", "1", "--rep", "1", "--rewrites", "exit", "--json", str(out)],
+                       capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)  # fmt: skip
+    # The benchmark checks that the sidecar written at exit holds every value the worker got.
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())["inprocess"]
+    assert doc["rewrites"] == "exit"
+    assert [len(v) for v in doc["rewrote"]["with"].values()] == [3, 3]  # 3 pairs: 3 calls a side
+    assert not any(v for side in doc["rewrote"].values() for flags in side.values() for v in flags)
+    assert "of add_4k: 0 of 3 (rewrites exit)" in p.stdout
 
 
 def test_only_times_the_kernels_named(tmp_path: Path) -> None:
