@@ -2,7 +2,8 @@
 ``triton.testing.do_bench`` medians with and without the layer, on kernels from ~2 us to ~1 ms.
 
     python benchmarks/capture_overhead.py [--mode process|inprocess|both] [--rounds N] [--pairs N]
-                                          [--processes N] [--rep MS] [--json FILE]
+                                          [--processes N] [--rep MS] [--only K,...]
+                                          [--rewrites spaced|exit] [--json FILE]
     python benchmarks/capture_overhead.py --analyze FILE   # the verdicts of a recorded run
 
 Two ways to compare, both with the layer loaded as ``nsightwrap profile`` loads it in the plain
@@ -18,7 +19,9 @@ pass (``PYTHONPATH`` boot folder, ``NSIGHTWRAP_CAPTURE=1``, ``NSIGHTWRAP_PASS=pl
     ``do_bench`` and as many times inside ``nsightwrap.uncaptured()`` (triton's own code, no hook
     of the layer anywhere), in ABBA order. Both sides of a pair share the process, its
     allocations and the GPU's state, so the pairs isolate what the layer does around and inside
-    each call; ``--processes`` fresh processes do this and their pairs are pooled.
+    each call; ``--processes`` fresh processes do this and their pairs are pooled. The worker
+    records the host time before each call (``gap_s``) and which of the layer's calls rewrote its
+    sidecar (``rewrote``); ``--rewrites exit`` holds every rewrite until the process exits.
 
 Printed per kernel: the ratio of the medians (with layer / without) - 1, its 95% confidence
 interval (percentile bootstrap, fixed seed; inprocess resamples whole pairs), a p-value (process:
