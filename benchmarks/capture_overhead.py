@@ -260,14 +260,15 @@ def split_modes(values: Sequence[float] | np.ndarray) -> float | None:
 
 
 def by_mode(bare: Sequence[float], layer: Sequence[float], per_process: int, *,
-            resamples: int = 2000, seed: int = 0) -> list[tuple[str, float, float, float]] | None:  # fmt: skip
+            resamples: int = 2000, seed: int = 0) -> tuple[list[tuple[str, float, float, float]], int, int] | None:  # fmt: skip
     """For a kernel whose ``do_bench`` medians are bimodal in every process: (part, estimate,
     low, high) of the ratios with / without of ``low-mode`` and ``high-mode`` (each process's own
     split; the two sides' medians inside the mode, the processes' log ratios weighted by their
     smaller count) and ``mode-mix`` (what the change in how often the layer's calls land in the
     low mode does to the mean: the difference of the low mode's shares, pairs resampled whole,
     times the distance between the modes' medians over the pooled median). None where a process
-    is not bimodal. Together the parts say whether the layer moves the modes or the mix."""
+    is not bimodal. Together the parts say whether the layer moves the modes or the mix. Also
+    returned: how many calls of each side (without, with) landed in the low mode."""
     a, b = np.asarray(bare, dtype=float), np.asarray(layer, dtype=float)
     n = len(a)
     per = per_process if per_process and n % per_process == 0 else n
@@ -301,7 +302,7 @@ def by_mode(bare: Sequence[float], layer: Sequence[float], per_process: int, *,
     shift = (low_b[idx].mean(axis=1) - low_a[idx].mean(axis=1)) * gap
     low, high = np.percentile(shift, [2.5, 97.5])
     parts.append(("mode-mix", 1 + (low_b.mean() - low_a.mean()) * gap, 1 + float(low), 1 + float(high)))
-    return parts
+    return parts, int(low_a.sum()), int(low_b.sum())
 
 
 def analyze(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -330,8 +331,11 @@ def analyze(doc: dict[str, Any]) -> list[dict[str, Any]]:
             lo, hi = paired_ci(bare, layer, stat=np.mean)
             mean = statistics.fmean(layer) / statistics.fmean(bare)
             rows.append(_row("mean", name, len(ratios), mean, lo, hi, None))
-            for part, est, lo, hi in by_mode(bare, layer, int(inproc.get("pairs") or 0)) or []:
-                rows.append(_row(part, name, len(ratios), est, lo, hi, None))
+            modes = by_mode(bare, layer, int(inproc.get("pairs") or 0))
+            if modes is not None:
+                parts, low_bare, low_layer = modes
+                rows += [_row(part, name, len(ratios), est, lo, hi, None) for part, est, lo, hi in parts]
+                rows[-1].update(low_without=low_bare, low_with=low_layer)  # the mode-mix row
     return rows
 
 
@@ -348,6 +352,8 @@ def print_rows(rows: Sequence[dict[str, Any]]) -> None:
     for r in rows:
         iv = f"[{r['ci_low']:+.2%}, {r['ci_high']:+.2%}]"
         more = f" (about {r['n_for_1pct']} for +-1%)" if r["n_for_1pct"] else ""
+        if "low_with" in r:
+            more += f" (in the low mode: {r['low_with']} of {r['n']} with the layer, {r['low_without']} without)"
         p = "-" if r["p_value"] is None else f"{r['p_value']:.2f}"  # a p-value only for the medians
         print(f"{r['mode']:<10} {r['kernel']:<18} {r['n']:>3} {r['rel_diff']:>+10.2%} {iv:>19} "
               f"{p:>5}  {r['verdict']}{more}")  # fmt: skip

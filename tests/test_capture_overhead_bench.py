@@ -101,6 +101,7 @@ def test_bimodal_pairs_are_taken_apart_into_modes_and_mix(tmp_path: Path) -> Non
     shift = (14 - 8) / 20 * (lo - hi) / pooled  # 30 points more in a mode 16% lower
     assert rows[("mode-mix", "add")][3] == f"{shift:+.2%}" == "-4.88%"
     assert rows[("mode-mix", "add")][7] != "within"
+    assert " ".join(rows[("mode-mix", "add")]).endswith("(in the low mode: 28 of 40 with the layer, 16 without)")
     # One mode: the medians and the mean only.
     assert ("mean", "one") in rows and not any(k[1] == "one" and k[0].endswith(("mode", "mix")) for k in rows)
 
@@ -117,6 +118,8 @@ def test_recorded_h200_pairs_before_and_after_the_sidecar_spacing() -> None:
     assert after[("mode-mix", "add_4k")][7] != "differs" and after[("mode-mix", "add_4k")][3] == "+0.04%"
     for rows in (before, after):
         assert rows[("low-mode", "add_4k")][7] == rows[("high-mode", "add_4k")][7] == "within"
+    assert " ".join(before[("mode-mix", "add_4k")]).endswith("202 of 360 with the layer, 161 without)")
+    assert " ".join(after[("mode-mix", "add_4k")]).endswith("175 of 360 with the layer, 176 without)")
     doc = json.loads((SPACED / "capture_overhead_add_spaced.json").read_text())["inprocess"]
     w, b = doc["with"]["add_4k"], doc["without"]["add_4k"]
     assert after[("mean", "add_4k")][3] == f"{statistics.fmean(w) / statistics.fmean(b) - 1:+.2%}" == "-0.69%"
