@@ -201,3 +201,26 @@ def test_only_times_the_kernels_named(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     assert list(doc["inprocess"]["with"]) == list(doc["inprocess"]["without"]) == ["add_4k"]
     assert [(r["mode"], r["kernel"]) for r in doc["summary"]] == [("inprocess", "add_4k"), ("mean", "add_4k")]
+
+
+def _bench_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("capture_overhead", BENCH)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_split_modes_finds_two_modes_and_only_two_modes() -> None:
+    co = _bench_module()
+    normal = [statistics.NormalDist().inv_cdf((i + 0.5) / 60) for i in range(60)]  # evenly spread quantiles
+    low, high = [4300 + 20 * z for z in normal[::2]], [5000 + 20 * z for z in normal[1::2]]
+    t = co.split_modes(low + high)
+    assert t is not None and max(low) < t <= min(high)  # the low mode is what lies below t
+    assert co.split_modes([1000.0] * 40) is None  # no spread at all
+    assert co.split_modes([1000 + 30 * z for z in normal]) is None  # one mode: a split explains 64%
+    lopsided = [4300 + 20 * z for z in normal[:4]] + [5000 + 20 * z for z in normal[4:]]
+    assert co.split_modes(lopsided) is None  # 4 of 60 low: too few of them left in the central 95%
+    assert co.split_modes((low + high)[::8]) is None  # too few values to tell
