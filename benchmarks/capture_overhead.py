@@ -360,8 +360,8 @@ def print_rows(rows: Sequence[dict[str, Any]]) -> None:
 
 
 def rewrite_lines(doc: dict[str, Any]) -> list[str]:
-    """How many of the layer's calls rewrote the sidecar (at their end, before the next call), per
-    kernel, and the next call's side: a rewrite leaves the GPU idle before whichever call follows."""
+    """How many of the layer's calls rewrote the sidecar, per kernel (the rewrite ends the call,
+    so the GPU idles before whichever call follows; ``rewrote`` in the JSON says which)."""
     inproc = doc.get("inprocess") or {}
     rewrote = (inproc.get("rewrote") or {}).get("with") or {}
     lines = []
