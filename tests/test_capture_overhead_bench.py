@@ -80,6 +80,26 @@ def test_inprocess_verdict_sees_a_side_that_lands_in_the_other_mode_more_often(t
     assert row[7] != "within"
 
 
+def test_recorded_h200_runs_of_the_evening_the_gemm_within_and_the_add_not() -> None:
+    """The bisect pair (the GEMM with the layer's rewrites spaced and held until exit) and the
+    450-pair runs of the add: the numbers docs/capture.md reports."""
+    for name in ("gemm_spaced", "gemm_exit"):
+        rows = _analyze(SPACED / f"capture_overhead_{name}.json")
+        assert {rows[(m, "gemm_64x4096x4096")][7] for m in ("mean", "low-mode", "high-mode", "mode-mix")} == {"within"}
+    exit_rows = _analyze(SPACED / "capture_overhead_gemm_exit.json")
+    assert exit_rows[("inprocess", "gemm_64x4096x4096")][3] == "-2.27%"
+    assert " ".join(exit_rows[("mode-mix", "gemm_64x4096x4096")]).endswith("166 of 300 with the layer, 138 without)")
+    add_exit = _analyze(SPACED / "capture_overhead_add_450_exit.json")
+    assert add_exit[("inprocess", "add_4k")][3] == "-10.88%" and add_exit[("mean", "add_4k")][7] == "outside"
+    doc = json.loads((SPACED / "capture_overhead_add_450_exit.json").read_text())["inprocess"]
+    w, b = doc["with"]["add_4k"], doc["without"]["add_4k"]
+    assert doc["pairs"] == 150 and not any(v for flags in doc["rewrote"]["with"].values() for v in flags)
+    assert sum(v < 3900 for v in w[:150]) == 98 and min(b) > 4150  # a mode only the layer's calls reach
+    spaced = json.loads((SPACED / "capture_overhead_add_450.json").read_text())["inprocess"]
+    assert sum(v > 5400 for v in spaced["with"]["add_4k"]) == 7 and max(spaced["without"]["add_4k"]) < 5200
+    assert _analyze(SPACED / "capture_overhead_add_450.json")[("mean", "add_4k")][7] == "differs"
+
+
 def test_bimodal_pairs_are_taken_apart_into_modes_and_mix(tmp_path: Path) -> None:
     # Two processes of 20 pairs; in each, the layer's calls land in the low mode (4300) 14 times
     # and the others' 8 times, and the layer's high mode is 0.5% higher (5025 against 5000).
