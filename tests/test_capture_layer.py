@@ -177,6 +177,38 @@ print("windows", layer().windows_opened)
     assert any(t[i : i + 4] == repeat for i in range(len(t)))
 
 
+def test_plain_do_bench_submits_what_triton_does_and_leaves_nothing_alive(tmp_path: Path) -> None:
+    """The plain pass's do_bench, next to triton's own inside ``uncaptured()``: the same kernels
+    and event records in the same order, and after the call neither keeps its 256 MB flush buffer
+    or an event of the call alive (nothing the next call's allocations could see). The 2 us add's
+    do_bench lands in a faster mode with the layer in some processes (docs/capture.md): these are
+    the two ways a call could carry state to the next that this rules out."""
+    body = KERNEL + """
+import gc
+import nsightwrap as nw
+def alive():
+    objs = gc.get_objects()  # no gc.collect(): what a reference cycle would keep is counted too
+    flush = sum(isinstance(o, torch.Tensor) and o.numel() == 64 * 1024 * 1024 for o in objs)
+    return flush, sum(isinstance(o, torch.cuda.Event) for o in objs)
+print("before", *alive())
+triton.testing.do_bench(kernel, rep=0.05, return_mode="median")
+print("layer", *alive())
+torch.cuda.launch("mark", 1.0)  # where the second call starts, in the stand-ins' log
+with nw.uncaptured():
+    triton.testing.do_bench(kernel, rep=0.05, return_mode="median")
+print("bare", *alive())
+"""
+    r = run(tmp_path, body)
+    assert r.code == 0, r.err
+    counts = {ln.split()[0]: ln.split()[1:] for ln in r.out.splitlines() if ln.split()[0] in ("before", "layer", "bare")}
+    assert counts["layer"] == counts["bare"] == counts["before"] == ["0", "0"]
+    t = r.trace()
+    cut = t.index("K:mark")
+    first, second = t[:cut], t[cut + 1 :]
+    assert first and first == second  # kernel for kernel, record for record
+    assert r.sidecar()["benchmarks"] and len(r.sidecar()["benchmarks"]) == 1  # only the first was captured
+
+
 def test_ncu_pass_runs_a_few_iterations_and_returns_the_plain_value(tmp_path: Path) -> None:
     body = """
 import torch, triton.testing
