@@ -67,7 +67,7 @@ from nsightwrap.core.contract import capture_boot_dir
 TARGET = 0.01  # the layer may move the user's medians by under 1%
 MODE_SPLIT = 0.8  # share of the variance a split into two modes must explain (split_modes)
 CASES = r'''
-import json, sys, torch, triton.testing
+import json, statistics, sys, torch, triton.testing
 rep = float(sys.argv[1])
 a = torch.randn(4096, device="cuda"); b = torch.randn(4096, device="cuda")
 x = torch.randn(64, 4096, device="cuda", dtype=torch.bfloat16); w = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
@@ -122,6 +122,67 @@ for name, f in cases.items():
         t_end = time.perf_counter()
 print("RESULT " + json.dumps(out))
 '''
+# --mode sides: several ways of calling do_bench in one process, in the rows of a Williams design
+# (williams_rows), to find which part of the layer a difference comes from.
+SIDES_WORKER = CASES + r'''
+import contextlib, time
+import nsightwrap as nw
+import triton.testing as tt
+from nsightwrap.capture import state
+calls, order = int(sys.argv[2]), sys.argv[3].split(",")
+L = state.layer()
+L.spacing.min_s = float("inf")  # the sidecar is written once, at exit: no rewrite between calls
+event_patches = [e for e in state._PATCHES if e[0] is torch.cuda.Event]
+
+@contextlib.contextmanager
+def event_hooks_off():
+    """torch.cuda.Event as torch has it, the rest of the layer in place."""
+    for owner, name, had, orig, _new in reversed(event_patches):
+        if had:
+            setattr(owner, name, orig)
+        else:
+            delattr(owner, name)
+    try:
+        yield
+    finally:
+        for owner, name, _had, _orig, new in event_patches:
+            setattr(owner, name, new)
+
+def call(side, f):
+    if side == "with":  # the layer's do_bench
+        return tt.do_bench(f, rep=rep, return_mode="all")
+    if side == "without":  # triton's own, no hook of the layer anywhere
+        with nw.uncaptured():
+            return tt.do_bench(f, rep=rep, return_mode="all")
+    if side == "with-bare-events":  # the layer's do_bench, torch's own Event inside it
+        with event_hooks_off():
+            return tt.do_bench(f, rep=rep, return_mode="all")
+    if side == "hooks-only":  # triton's own do_bench, the layer's Event hooks inside it
+        return tt.do_bench.__nsightwrap_original__(f, rep=rep, return_mode="all")
+    raise SystemExit(f"unknown side {side}")
+
+rows = [[int(i) for i in row.split(",")] for row in sys.argv[4].split(";")]
+out = {"calls": []}
+for name, f in cases.items():
+    with nw.uncaptured():
+        tt.do_bench(f, rep=10, return_mode="median")  # compile and warm up
+    t_end, prev = time.perf_counter(), None
+    for c in range(calls):
+        for i in rows[c % len(rows)]:
+            side = order[i]
+            t0 = time.perf_counter()
+            times = call(side, f)
+            t1 = time.perf_counter()
+            q = len(times) // 4
+            out["calls"].append({
+                "kernel": name, "side": side, "prev": prev, "median_ns": statistics.median(times) * 1e6,
+                "repeats": len(times), "gap_s": t0 - t_end, "dur_s": t1 - t0,
+                "quarters_ns": [statistics.median(times[j * q:(j + 1) * q]) * 1e6 for j in range(4)] if q else [],
+            })
+            prev, t_end = side, time.perf_counter()
+print("RESULT " + json.dumps(out))
+'''
+SIDES = ("with", "without", "with-bare-events", "hooks-only")
 
 
 def _env(run_dir: Path, layer: bool) -> dict[str, str]:
@@ -188,6 +249,64 @@ def run_inprocess(
                     out.setdefault(key, {}).setdefault(side, {}).setdefault(name, []).extend(vals)
         print(f"in-process {i + 1}/{processes}: {pairs} pairs per kernel done", flush=True)
     return out
+
+
+def williams_rows(k: int) -> list[list[int]]:
+    """The rows of a Williams design for ``k`` sides: inside the rows, every side comes right
+    after every other side equally often (k rows for an even k, 2k for an odd one)."""
+    first = [(j // 2 if j % 2 == 0 else k - 1 - j // 2) for j in range(k)]
+    rows = [[(r + i) % k for r in first] for i in range(k)]
+    return rows if k % 2 == 0 else rows + [row[::-1] for row in rows]
+
+
+def run_sides(tmp: Path, calls: int, rep: float, processes: int, sides: Sequence[str], only: str = "") -> dict[str, Any]:
+    """``calls`` calls of every side per kernel in each of ``processes`` fresh processes with the
+    layer loaded (``SIDES_WORKER``; rewrites held until exit), the rows of ``williams_rows`` one
+    after another. Every call is kept with its side, the side before it, its median, its repeats'
+    quarter medians and its host time."""
+    worker = tmp / "worker_sides.py"
+    worker.write_text(SIDES_WORKER)
+    out: dict[str, Any] = {"calls_per_side": calls, "processes": processes, "rep_ms": rep, "sides": list(sides),
+                           "order": "williams", "calls": []}  # fmt: skip
+    for i in range(processes):
+        rows = ";".join(",".join(map(str, r)) for r in williams_rows(len(sides)))
+        got = _worker(worker, [str(rep), str(calls), ",".join(sides), rows, f"only={only}"],
+                      _env(tmp / f"sides{i}", True))  # fmt: skip
+        out["calls"] += [{**c, "process": i} for c in got["calls"]]
+        print(f"sides {i + 1}/{processes}: {calls} calls per side and kernel done", flush=True)
+    return out
+
+
+def sides_lines(doc: dict[str, Any]) -> list[str]:
+    """Per process and kernel, each side's median and mean call median, its median host time per
+    call, and how many of its calls read below every call made without the layer (``fast``);
+    then each side's mean by the side called before it, pooled over the processes."""
+    calls = doc["calls"]
+    lines = [f"{'process':>7} {'kernel':<18} {'side':<17} {'n':>4} {'median':>9} {'mean':>9} {'host ms':>8} fast"]
+    keys = sorted({(c["process"], c["kernel"]) for c in calls})
+    for proc, kernel in keys:
+        mine = [c for c in calls if c["process"] == proc and c["kernel"] == kernel]
+        bare = [c["median_ns"] for c in mine if c["side"] == "without"]
+        floor = min(bare) if bare else -math.inf
+        for side in doc["sides"]:
+            v = [c["median_ns"] for c in mine if c["side"] == side]
+            if not v:
+                continue
+            host = statistics.median(c["dur_s"] for c in mine if c["side"] == side) * 1e3
+            fast = sum(x < floor for x in v)
+            lines.append(f"{proc:>7} {kernel:<18} {side:<17} {len(v):>4} {statistics.median(v):>9.1f} "
+                         f"{statistics.fmean(v):>9.1f} {host:>8.2f} {fast}")  # fmt: skip
+    lines.append("mean call median (ns) by the side called before (rows: side; columns: before)")
+    sides = doc["sides"]
+    for kernel in sorted({c["kernel"] for c in calls}):
+        lines.append(f"  {kernel}: " + " | ".join(f"{s}" for s in sides))
+        for side in sides:
+            cells = []
+            for before in sides:
+                v = [c["median_ns"] for c in calls if c["kernel"] == kernel and c["side"] == side and c["prev"] == before]
+                cells.append(f"{statistics.fmean(v):.1f} ({len(v)})" if v else "-")
+            lines.append(f"  {side:<17} " + " | ".join(cells))
+    return lines
 
 
 def permutation_p(a: Sequence[float], b: Sequence[float], *, limit: int = 50_000, seed: int = 0) -> float:
@@ -373,7 +492,8 @@ def rewrite_lines(doc: dict[str, Any]) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mode", choices=("process", "inprocess", "both"), default="both")
+    ap.add_argument("--mode", choices=("process", "inprocess", "both", "sides"), default="both",
+                    help="sides: the calls of --sides in one process, to find which part of the layer moves a number")  # fmt: skip
     ap.add_argument("--rounds", type=int, default=8, help="process rounds (two fresh processes each)")
     ap.add_argument("--pairs", type=int, default=16, help="in-process pairs per kernel and process")
     ap.add_argument("--processes", type=int, default=2, help="fresh processes of in-process pairs")
@@ -381,16 +501,31 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated kernels (default all of them)")
     ap.add_argument("--rewrites", choices=("spaced", "exit"), default="spaced",
                     help="inprocess: the layer's sidecar rewrites as the layer spaces them, or only at exit")  # fmt: skip
+    ap.add_argument("--sides", default=",".join(SIDES), help=f"--mode sides: which calls ({', '.join(SIDES)})")
+    ap.add_argument("--calls", type=int, default=40, help="--mode sides: calls per side, kernel and process")
     ap.add_argument("--json", type=Path, help="write every number here")
     ap.add_argument("--analyze", type=Path, metavar="FILE", help="print the verdicts of a recorded --json file")
     a = ap.parse_args()
     if a.analyze:
         recorded = json.loads(a.analyze.read_text())
+        if "sides" in recorded:
+            print("\n".join(sides_lines(recorded["sides"])))
+            return
         print_rows(analyze(recorded))
         for line in rewrite_lines(recorded):
             print(line)
         return
     doc: dict[str, Any] = {}
+    if a.mode == "sides":
+        sides = [x for x in a.sides.split(",") if x]
+        if unknown := [x for x in sides if x not in SIDES]:
+            ap.error(f"unknown side(s) {', '.join(unknown)}; choose from {', '.join(SIDES)}")
+        with tempfile.TemporaryDirectory(prefix="nsightwrap-capture-sides-") as tmp:
+            doc["sides"] = run_sides(Path(tmp), a.calls, a.rep, a.processes, sides, a.only)
+        print("\n".join(sides_lines(doc["sides"])))
+        if a.json:
+            a.json.write_text(json.dumps(doc, indent=1))
+        return
     with tempfile.TemporaryDirectory(prefix="nsightwrap-capture-overhead-") as tmp:
         if a.mode in ("process", "both"):
             doc.update(run_process(Path(tmp), a.rounds, a.rep, a.only))

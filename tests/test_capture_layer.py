@@ -209,6 +209,47 @@ print("bare", *alive())
     assert r.sidecar()["benchmarks"] and len(r.sidecar()["benchmarks"]) == 1  # only the first was captured
 
 
+def test_plain_do_bench_runs_triton_loop_with_torchs_own_event(tmp_path: Path) -> None:
+    """Inside the plain pass's do_bench, ``torch.cuda.Event`` is torch's own (the layer's hooks on
+    every event made the 2 us add's calls land in a faster mode: docs/capture.md), and the hooks
+    are back after it, also when ``fn`` raises; with a second thread alive they stay in (on their
+    suppressed path) so that thread's event windows are still seen."""
+    body = KERNEL + """
+import threading
+def probe(tag, seen):
+    def fn():
+        ev = torch.cuda.Event
+        seen.add((tag, ev.record is hooked, ev.__dict__["__new__"] is hooked_new, ev.elapsed_time is hooked_read))
+        kernel()
+    return fn
+hooked, hooked_read = torch.cuda.Event.record, torch.cuda.Event.elapsed_time
+hooked_new = torch.cuda.Event.__dict__["__new__"]
+seen = set()
+triton.testing.do_bench(probe("alone", seen), rep=0.05)
+print("back", torch.cuda.Event.record is hooked)
+def boom():
+    raise ValueError("in fn")
+try:
+    triton.testing.do_bench(boom, rep=0.05)
+except ValueError:
+    print("back after raise", torch.cuda.Event.record is hooked)
+stop = threading.Event()
+t = threading.Thread(target=stop.wait); t.start()
+triton.testing.do_bench(probe("threads", seen), rep=0.05)
+stop.set(); t.join()
+for tag, *flags in sorted(seen):
+    print(tag, *flags)
+"""
+    r = run(tmp_path, body)
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    assert "back True" in lines and "back after raise True" in lines
+    # Alone: torch's own record, __new__ and elapsed_time in every call of fn; beside a thread, the layer's.
+    assert [ln for ln in lines if ln.startswith(("alone", "threads"))] == ["alone False False False", "threads True True True"]
+    hooks = [b["method"].get("event_hooks") for b in r.sidecar()["benchmarks"]]
+    assert hooks == ["out", "suppressed"]  # the call that raised is not captured
+
+
 def test_ncu_pass_runs_a_few_iterations_and_returns_the_plain_value(tmp_path: Path) -> None:
     body = """
 import torch, triton.testing

@@ -244,3 +244,85 @@ def test_split_modes_finds_two_modes_and_only_two_modes() -> None:
     lopsided = [4300 + 20 * z for z in normal[:4]] + [5000 + 20 * z for z in normal[4:]]
     assert co.split_modes(lopsided) is None  # 4 of 60 low: too few of them left in the central 95%
     assert co.split_modes((low + high)[::8]) is None  # too few values to tell
+
+
+def _sides(path: Path) -> dict[tuple[int, str], list[str]]:
+    p = subprocess.run([sys.executable, str(BENCH), "--analyze", str(path)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split() == ["process", "kernel", "side", "n", "median", "mean", "host", "ms", "fast"]
+    return {(int(ln.split()[0]), ln.split()[2]): ln.split() for ln in lines[1:] if ln.split()[0].isdigit()}
+
+
+def test_recorded_h200_sides_the_fast_mode_comes_with_the_event_hooks() -> None:
+    """The two recorded --mode sides runs of docs/capture.md: calls of the add below every call
+    made without the layer ("fast") only where triton's loop ran with the layer's Event hooks in."""
+    before = _sides(SPACED / "capture_sides_before.json")
+    fast = {side: [int(before[(p, side)][-1]) for p in range(5)] for side in ("with", "without", "with-bare-events", "hooks-only")}
+    assert fast == {"with": [0, 0, 0, 1, 0], "without": [0] * 5, "with-bare-events": [0] * 5, "hooks-only": [1, 5, 16, 1, 5]}
+    assert before[(0, "with")][3:8] == ["90", "4160.0", "4407.6", "113.57", "0"]
+    after = _sides(SPACED / "capture_sides_after.json")
+    assert [int(after[(p, "with")][-1]) for p in range(4)] == [0, 0, 0, 0]
+    assert [int(after[(p, "hooks-only")][-1]) for p in range(4)] == [12, 0, 2, 3]
+    # The hooks' host time: every process's hooked calls take over 3 ms longer than triton's own.
+    for doc, procs in ((before, 5), (after, 4)):
+        for p in range(procs):
+            assert float(doc[(p, "hooks-only")][6]) - float(doc[(p, "without")][6]) > 3.0
+            assert abs(float(doc[(p, "with")][6]) - float(doc[(p, "without")][6])) < (5.5 if doc is before else 1.0)
+
+
+def test_recorded_h200_pairs_after_the_change_within_by_every_resolved_part() -> None:
+    rows = _analyze(SPACED / "capture_overhead_add_after_900.json")
+    assert {rows[(m, "add_4k")][7] for m in ("mean", "low-mode", "high-mode", "mode-mix")} == {"within"}
+    assert rows[("mean", "add_4k")][3:6] == ["+0.18%", "[-0.44%,", "+0.81%]"]
+    assert rows[("inprocess", "add_4k")][7] == "unresolved"  # the sides' medians sit on the mode jump
+    assert " ".join(rows[("mode-mix", "add_4k")]).endswith("439 of 900 with the layer, 448 without)")
+    rest = _analyze(SPACED / "capture_overhead_rest_after.json")
+    for k in ("sleep_10us", "sleep_100us", "sleep_1ms", "gemm_64x4096x4096", "copy_1g"):
+        assert rest[("mean", k)][7] == "within", k
+    for k in ("sleep_100us", "sleep_1ms", "copy_1g"):
+        assert rest[("inprocess", k)][7] == "within", k
+    doc = json.loads((SPACED / "capture_overhead_add_after_900.json").read_text())["inprocess"]
+    per = doc["pairs"]
+    for p in range(doc["processes"]):  # no call of the layer's below every call without it
+        w, b = doc["with"]["add_4k"][p * per : (p + 1) * per], doc["without"]["add_4k"][p * per : (p + 1) * per]
+        assert min(w) >= min(b)
+
+
+def test_williams_rows_balance_every_ordered_pair() -> None:
+    from collections import Counter
+
+    mod = _bench_module()
+    for k in (2, 3, 4, 5):
+        rows = mod.williams_rows(k)
+        assert all(sorted(r) == list(range(k)) for r in rows)
+        pairs = Counter((r[i], r[i + 1]) for r in rows for i in range(k - 1))
+        assert len(pairs) == k * (k - 1) and len(set(pairs.values())) == 1, (k, pairs)
+
+
+def test_sides_mode_end_to_end_over_the_simulated_gpu(tmp_path: Path) -> None:
+    import os
+
+    from capture_helpers import standins
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NSIGHTWRAP_")}
+    env["PYTHONPATH"] = str(standins(tmp_path))
+    out = tmp_path / "sides.json"
+    p = subprocess.run([sys.executable, str(BENCH), "--mode", "sides", "--only", "add_4k", "--calls", "6",
+                        "--processes", "2", "--rep", "1", "--json", str(out)],
+                       capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())["sides"]
+    calls = doc["calls"]
+    assert len(calls) == 2 * 6 * 4 and {c["process"] for c in calls} == {0, 1}
+    assert {s: sum(c["side"] == s for c in calls) for s in doc["sides"]} == dict.fromkeys(doc["sides"], 12)
+    # The simulated GPU gives every call the same timeline, whichever way do_bench is called.
+    meds = [c["median_ns"] for c in calls]
+    assert max(meds) - min(meds) < 1e-6 * max(meds) and all(len(c["quarters_ns"]) == 4 for c in calls)
+    # Inside each row of the Williams design every side comes right after every other once.
+    first = [c for c in calls if c["process"] == 0][:16]
+    assert len({(a["side"], b["side"]) for a, b in zip(first[:-1], first[1:], strict=True) if a["side"] != b["side"]}) == 12
+    assert "fast" in p.stdout.splitlines()[2] and "hooks-only" in p.stdout
+    bad = subprocess.run([sys.executable, str(BENCH), "--mode", "sides", "--sides", "with,nope"],
+                         capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)  # fmt: skip
+    assert bad.returncode == 2 and "unknown side(s) nope" in bad.stderr

@@ -25,6 +25,7 @@ from typing import Any
 
 from nsightwrap.capture import ranges
 from nsightwrap.capture.state import Capture, Layer, guarded, site_of
+from nsightwrap.capture.state import unpatched as state_unpatched
 
 #: Sink-stack entry: while it is on top, this thread's windows are not timings.
 SUPPRESS = object()
@@ -250,6 +251,21 @@ def open_window(L: Layer, frame: Any) -> tuple[Window, tuple[str, ...]] | None:
     return w, names
 
 
+#: ``torch.cuda.Event``, once patched (``bare_events``).
+_EVENT: Any = None
+
+
+def bare_events() -> Any:
+    """A block in which ``torch.cuda.Event`` is torch's own (``state.unpatched``; it yields
+    whether it is). The plain pass's ``do_bench`` runs triton's loop in one: the hooks are Python
+    code on every event a call creates and records (about 4 ms of host time per 100 ms call,
+    measured on the H200: docs/capture.md), and with them in, a 2 us kernel's do_bench landed in
+    a faster mode than triton's own ever reaches."""
+    from contextlib import nullcontext
+
+    return state_unpatched(_EVENT) if _EVENT is not None else nullcontext(False)
+
+
 def patch_event(Event: Any) -> None:
     """Patch ``torch.cuda.Event`` (record, elapsed_time; timing flag kept per event).
 
@@ -330,6 +346,8 @@ def patch_event(Event: Any) -> None:
         f.__doc__, f.__name__ = o.__doc__, o.__name__
         f.__qualname__ = getattr(o, "__qualname__", o.__name__)
     Event._nsightwrap_patched = True
+    global _EVENT
+    _EVENT = Event
 
 
 def _rsite(frame: Any) -> tuple[str, int]:

@@ -422,6 +422,35 @@ def uncaptured() -> Iterator[None]:
                 _LAYER = saved
 
 
+_UNPATCHED: set[int] = set()  # ids of the owners ``unpatched`` has put back now
+
+
+@contextmanager
+def unpatched(owner: Any) -> Iterator[bool]:
+    """``owner`` as its library has it for the length of the block (the layer's other hooks stay
+    in), where no other code could miss the hooks: only while this is the process's one Python
+    thread (an event another thread records meanwhile would go unseen) and not already inside such
+    a block. Yields whether the originals were put back."""
+    with _PATCH_LOCK:
+        mine = [p for p in _PATCHES if p[0] is owner]
+        swap = bool(mine) and id(owner) not in _UNPATCHED and threading.active_count() == 1
+        if swap:
+            _UNPATCHED.add(id(owner))
+            for _owner, name, had, orig, _new in reversed(mine):
+                if had:
+                    setattr(owner, name, orig)
+                else:
+                    delattr(owner, name)
+    try:
+        yield swap
+    finally:
+        if swap:
+            with _PATCH_LOCK:
+                for _owner, name, _had, _orig, new in mine:
+                    setattr(owner, name, new)
+                _UNPATCHED.discard(id(owner))
+
+
 def note_layer_error(where: str, exc: BaseException) -> None:
     if _LAYER is not None:
         _LAYER.error(where, exc)

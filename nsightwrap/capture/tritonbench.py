@@ -24,7 +24,7 @@ import sys
 from typing import Any
 
 from nsightwrap.capture import ranges
-from nsightwrap.capture.events import SUPPRESS, Sink, Window, sinks
+from nsightwrap.capture.events import SUPPRESS, Sink, Window, bare_events, sinks
 from nsightwrap.capture.state import Capture, Layer, guarded, layer, patch, site_of
 
 RETURN_MODES = ("min", "max", "mean", "median", "all")
@@ -204,14 +204,17 @@ def _measured(L: Layer, cap: Capture, p: dict[str, Any], kind: str, orig: Any, a
 def _plain(L: Layer, cap: Capture, p: dict[str, Any], orig: Any, summarize: Any) -> Any:
     """The plain pass's do_bench: triton's own loop with ``return_mode="all"``, then triton's own
     ``_summarize_statistics`` with the user's ``quantiles`` and ``return_mode``, so the user gets
-    exactly what triton returns, and the layer keeps no books inside the timed loop: its event
-    hook takes only the suppressed path there (an earlier hook that captured every repeat put a
-    few microseconds of host work into each and changed how deep the queue ran)."""
+    exactly what triton returns, and the layer keeps no books inside the timed loop: the loop runs
+    with torch's own ``Event`` (``events.bare_events``), or, where another thread could be
+    recording events meanwhile, with the layer's event hook on its suppressed path (an earlier
+    hook that captured every repeat put a few microseconds of host work into each and changed how
+    deep the queue ran)."""
     sk = sinks(L)
     sk.append(SUPPRESS)
     try:
-        times = orig(p["fn"], warmup=p.get("warmup", 25), rep=p.get("rep", 100),
-                     grad_to_none=p.get("grad_to_none"), quantiles=None, return_mode="all")  # fmt: skip
+        with bare_events() as bare:
+            times = orig(p["fn"], warmup=p.get("warmup", 25), rep=p.get("rep", 100),
+                         grad_to_none=p.get("grad_to_none"), quantiles=None, return_mode="all")  # fmt: skip
     except BaseException as exc:
         with guarded("do_bench"):
             L.skip(cap.site, "do_bench", f"{cap.api} raised {type(exc).__name__}: {exc} (call {cap.name!r} not captured)")
@@ -229,6 +232,7 @@ def _plain(L: Layer, cap: Capture, p: dict[str, Any], orig: Any, summarize: Any)
         sink = _BenchWindows(cap, L)
         sink.estimate_read_alone = _has_estimate(orig)
         sink.queued = len(times)
+        cap.method["event_hooks"] = "out" if bare else "suppressed"  # in triton's loop (bare_events)
         _finish(L, cap, {**p}, "do_bench", sink, ret, raw_ms=[float(t) for t in times])
     return ret
 
