@@ -26,6 +26,18 @@ def _analyze(path: Path) -> dict[tuple[str, str], list[str]]:
     return {(ln.split()[0], ln.split()[1]): ln.split() for ln in lines[1:]}
 
 
+def _bench_over_standins(tmp_path: Path, *args: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
+    """benchmarks/capture_overhead.py in a real subprocess over tests/capture_standins."""
+    import os
+
+    from capture_helpers import standins
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NSIGHTWRAP_")}
+    env["PYTHONPATH"] = str(standins(tmp_path))
+    return subprocess.run([sys.executable, str(BENCH), *args], capture_output=True, text=True, timeout=timeout,
+                          env=env, cwd=tmp_path)  # fmt: skip
+
+
 def _exact_p(a: list[float], b: list[float]) -> float:
     obs = abs(math.log(statistics.median(b) / statistics.median(a)))
     pool = a + b
@@ -156,15 +168,10 @@ def test_recorded_h200_pairs_before_and_after_the_sidecar_spacing() -> None:
 def test_both_modes_end_to_end_over_the_simulated_gpu(tmp_path: Path) -> None:
     """The benchmark itself, in real subprocesses with the real layer, over the stand-in torch and
     triton of tests/capture_standins (a simulated GPU: the layer cannot change its timeline)."""
-    import os
-
-    from capture_helpers import standins
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NSIGHTWRAP_")}
-    env["PYTHONPATH"] = str(standins(tmp_path))
     out = tmp_path / "overhead.json"
-    p = subprocess.run([sys.executable, str(BENCH), "--rounds", "2", "--pairs", "3", "--processes", "2", "--rep", "1",
-                        "--json", str(out)], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)  # fmt: skip
+    p = _bench_over_standins(
+        tmp_path, "--rounds", "2", "--pairs", "3", "--processes", "2", "--rep", "1", "--json", str(out)
+    )
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
     assert len(doc["without"]) == len(doc["with"]) == 2 and doc["inprocess"]["processes"] == 2
@@ -187,16 +194,9 @@ def test_both_modes_end_to_end_over_the_simulated_gpu(tmp_path: Path) -> None:
 
 
 def test_rewrites_at_exit_only_keep_every_value_and_rewrite_nothing_between_calls(tmp_path: Path) -> None:
-    import os
-
-    from capture_helpers import standins
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NSIGHTWRAP_")}
-    env["PYTHONPATH"] = str(standins(tmp_path))
     out = tmp_path / "exit.json"
-    p = subprocess.run([sys.executable, str(BENCH), "--mode", "inprocess", "--only", "add_4k,sleep_10us", "--pairs", "3",
-                        "--processes", "1", "--rep", "1", "--rewrites", "exit", "--json", str(out)],
-                       capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)  # fmt: skip
+    p = _bench_over_standins(tmp_path, "--mode", "inprocess", "--only", "add_4k,sleep_10us", "--pairs", "3",
+                             "--processes", "1", "--rep", "1", "--rewrites", "exit", "--json", str(out))  # fmt: skip
     # The benchmark checks that the sidecar written at exit holds every value the worker got.
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())["inprocess"]
@@ -207,16 +207,9 @@ def test_rewrites_at_exit_only_keep_every_value_and_rewrite_nothing_between_call
 
 
 def test_only_times_the_kernels_named(tmp_path: Path) -> None:
-    import os
-
-    from capture_helpers import standins
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NSIGHTWRAP_")}
-    env["PYTHONPATH"] = str(standins(tmp_path))
     out = tmp_path / "only.json"
-    p = subprocess.run([sys.executable, str(BENCH), "--mode", "inprocess", "--only", "add_4k", "--pairs", "2",
-                        "--processes", "1", "--rep", "1", "--json", str(out)],
-                       capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)  # fmt: skip
+    p = _bench_over_standins(tmp_path, "--mode", "inprocess", "--only", "add_4k", "--pairs", "2",
+                             "--processes", "1", "--rep", "1", "--json", str(out))  # fmt: skip
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
     assert list(doc["inprocess"]["with"]) == list(doc["inprocess"]["without"]) == ["add_4k"]
@@ -301,16 +294,9 @@ def test_williams_rows_balance_every_ordered_pair() -> None:
 
 
 def test_sides_mode_end_to_end_over_the_simulated_gpu(tmp_path: Path) -> None:
-    import os
-
-    from capture_helpers import standins
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NSIGHTWRAP_")}
-    env["PYTHONPATH"] = str(standins(tmp_path))
     out = tmp_path / "sides.json"
-    p = subprocess.run([sys.executable, str(BENCH), "--mode", "sides", "--only", "add_4k", "--calls", "6",
-                        "--processes", "2", "--rep", "1", "--json", str(out)],
-                       capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)  # fmt: skip
+    p = _bench_over_standins(tmp_path, "--mode", "sides", "--only", "add_4k", "--calls", "6",
+                             "--processes", "2", "--rep", "1", "--json", str(out))  # fmt: skip
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())["sides"]
     calls = doc["calls"]
@@ -323,6 +309,5 @@ def test_sides_mode_end_to_end_over_the_simulated_gpu(tmp_path: Path) -> None:
     first = [c for c in calls if c["process"] == 0][:16]
     assert len({(a["side"], b["side"]) for a, b in zip(first[:-1], first[1:], strict=True) if a["side"] != b["side"]}) == 12
     assert "fast" in p.stdout.splitlines()[2] and "hooks-only" in p.stdout
-    bad = subprocess.run([sys.executable, str(BENCH), "--mode", "sides", "--sides", "with,nope"],
-                         capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)  # fmt: skip
+    bad = _bench_over_standins(tmp_path, "--mode", "sides", "--sides", "with,nope", timeout=60)
     assert bad.returncode == 2 and "unknown side(s) nope" in bad.stderr
