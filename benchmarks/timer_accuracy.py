@@ -16,9 +16,11 @@ large) it measures, in one run and in ``--rounds`` rounds (run-to-run spread):
   (f) naive CUDA events (back to back, no flush);
 
 then re-runs itself under ``ncu --clock-control none`` (the reference: ``gpu__time_duration.sum``
-and ``sm__cycles_elapsed.avg.per_second`` per iteration, through the timer's iteration filter) and
-under ``ncu --clock-control base`` (a lower, locked clock), which gives each kernel's clock
-elasticity ``e`` (duration ~ f**-e). Every method's error is given against ncu as measured
+and ``sm__cycles_elapsed.avg.per_second`` per iteration, through the timer's iteration filter:
+two metrics, one replay pass per kernel), under ``ncu --clock-control base`` (a lower, locked
+clock, the same two metrics), which gives each kernel's clock elasticity ``e`` (duration ~
+f**-e), and once more at ``none`` with the metrics of ``nsightwrap profile``'s ncu pass, which ncu
+replays in many passes (its reading is shown beside the reference, not judged). Every method's error is given against ncu as measured
 (``none``) and against ncu carried to the timer's measured clock, ``t * (f_ncu / f_timer) ** e``.
 A short study of what queued work does to an event window comes with it (``queue_study``).
 
@@ -50,6 +52,7 @@ if str(ROOT) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(ROOT))
 
 from nsightwrap.core import contract  # noqa: E402  (after the path set-up above)
+from nsightwrap.run.launch import DEFAULT_NCU_METRICS  # noqa: E402
 
 try:  # the Triton kernel must be defined at module level for @triton.jit to read its source
     import triton
@@ -66,13 +69,14 @@ try:  # the Triton kernel must be defined at module level for @triton.jit to rea
 except ImportError:  # CPU machines: --help and the table code still work
     triton = None
 
-NONE_METRICS = (
-    "gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,"
-    "sm__throughput.avg.pct_of_peak_sustained_elapsed,"
-    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,"
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed"
-)
-BASE_METRICS = "gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second"
+#: The reference's metrics, at both clock settings: one replay pass per kernel. With more metrics
+#: ncu replays each kernel in several passes and saves and restores device memory around them,
+#: which lengthened a memory-bound GEMV by ~4% on an H200 (docs/timer-accuracy.md).
+REF_METRICS = "gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second"
+#: The duration alone: ncu's lightest reading of a kernel (no SM counters, one pass).
+DURATION_METRICS = "gpu__time_duration.sum"
+#: What ``nsightwrap profile``'s ncu pass collects (12 passes on an H200).
+PROFILE_METRICS = ",".join(DEFAULT_NCU_METRICS)
 # name -> what it is (make_kernel builds them)
 KERNELS = {
     "add_4k": "elementwise add, 4096 fp32 (~2 us)",
@@ -217,7 +221,9 @@ def reference_loop() -> Any:
     return mod
 
 
-def nvbench_cold(kernels: dict[str, Callable[[], Any]], rounds: int, quick: bool, workdir: Path) -> dict[str, Any]:
+def nvbench_cold(
+    kernels: dict[str, Callable[[], Any]], rounds: int, quick: bool, workdir: Path
+) -> dict[str, Any]:
     """(c) nvbench's cold measurement of every kernel, ``rounds`` times (a ``round`` axis): per
     kernel the mean GPU time of each round (ns) and nvbench's own SM clock; or an ``error``."""
     try:
@@ -494,17 +500,20 @@ def child_ncu(names: Sequence[str]) -> None:
         del fn
 
 
-def run_ncu(names: Sequence[str], workdir: Path, iters: int, clock: str) -> list[dict[str, Any]]:
-    """Re-run this script under ncu (``--clock-control clock``) in child mode; the kernel rows."""
+def run_ncu(
+    names: Sequence[str], workdir: Path, iters: int, clock: str, metrics: str = REF_METRICS, tag: str = ""
+) -> list[dict[str, Any]]:
+    """Re-run this script under ncu (``--clock-control clock``, ``metrics``) in child mode; the
+    kernel rows."""
     from nsightwrap.parsers.ncu import read_ncu_rep
 
     ncu = shutil.which("ncu")
     if ncu is None:
         raise SystemExit("ncu is not on PATH; pass --no-ncu to skip the reference")
-    rep = workdir / f"timer_accuracy_{clock}"
+    rep = workdir / f"timer_accuracy_{clock}{tag}"
     argv = [
         ncu, "--clock-control", clock, *contract.ncu_iteration_filter(),
-        "--metrics", NONE_METRICS if clock == "none" else BASE_METRICS,
+        "--metrics", metrics,
         "-o", str(rep), "-f", sys.executable, str(Path(__file__).resolve()), "--child-ncu",
         "--only", ",".join(names),
     ]  # fmt: skip
@@ -514,10 +523,14 @@ def run_ncu(names: Sequence[str], workdir: Path, iters: int, clock: str) -> list
     t0 = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
-        raise SystemExit(f"ncu ({clock}) failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    print(f"ncu --clock-control {clock} child run: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        raise SystemExit(
+            f"ncu ({clock}) failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        )
+    print(f"ncu --clock-control {clock}{tag} child run: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     df = read_ncu_rep(rep.with_suffix(".ncu-rep"))
-    rows: list[dict[str, Any]] = json.loads(df.drop(columns=["nvtx_ranges"], errors="ignore").to_json(orient="records"))
+    rows: list[dict[str, Any]] = json.loads(
+        df.drop(columns=["nvtx_ranges"], errors="ignore").to_json(orient="records")
+    )
     return rows
 
 
@@ -533,6 +546,9 @@ class NcuRef:
     iterations_cycles: tuple[float, ...]
     sm_pct: float = math.nan
     dram_pct: float = math.nan
+    #: ncu's replay passes per kernel and the device memory it backed up for them (medians).
+    passes: float = math.nan
+    backed_up_bytes: float = math.nan
 
     @property
     def duration_ns(self) -> float:
@@ -563,7 +579,7 @@ def ncu_refs(rows: Sequence[dict[str, Any]]) -> dict[str, NcuRef]:
         groups.setdefault(bench, {}).setdefault(it, []).append(row)
     refs = {}
     for bench, iters in groups.items():
-        durs, cycles, sm, dram = [], [], [], []
+        durs, cycles, sm, dram, passes, backed = [], [], [], [], [], []
         for ks in iters.values():
             durs.append(sum(_num(k["duration_ns"]) for k in ks))
             cycles.append(sum(_num(k["duration_ns"]) * _num(k["sm_clock_hz"]) / 1e9 for k in ks))
@@ -571,7 +587,21 @@ def ncu_refs(rows: Sequence[dict[str, Any]]) -> dict[str, NcuRef]:
                 w = _num(k["duration_ns"])  # duration-weighted throughput of the iteration
                 sm.append((w, _num(k.get("sm_throughput_pct"))))
                 dram.append((w, _num(k.get("dram_throughput_pct"))))
-        refs[bench] = NcuRef(tuple(durs), tuple(cycles), _wmean(sm), _wmean(dram))
+                passes.append(_num(k.get("profiler__replayer_passes")))
+                # ncu leaves the metric out when it backed nothing up (one pass).
+                backed.append(
+                    _num(
+                        k.get("profiler__replayer_bytes_mem_backed_up.sum", 0.0 if passes[-1] == 1 else None)
+                    )
+                )
+        refs[bench] = NcuRef(
+            tuple(durs),
+            tuple(cycles),
+            _wmean(sm),
+            _wmean(dram),
+            _finite_median(passes),
+            _finite_median(backed),
+        )
     return refs
 
 
@@ -590,6 +620,11 @@ def _num(v: Any) -> float:
         return float(v)
     except (TypeError, ValueError):
         return math.nan
+
+
+def _finite_median(vals: Sequence[float]) -> float:
+    good = [v for v in vals if math.isfinite(v)]
+    return statistics.median(good) if good else math.nan
 
 
 def _wmean(pairs: list[tuple[float, float]]) -> float:
@@ -633,10 +668,17 @@ def _median(vals: Sequence[float]) -> float:
 
 
 def build_rows(
-    plain: dict[str, Any], refs: dict[str, NcuRef], base_refs: dict[str, NcuRef] | None = None
+    plain: dict[str, Any],
+    refs: dict[str, NcuRef],
+    base_refs: dict[str, NcuRef] | None = None,
+    profile_refs: dict[str, NcuRef] | None = None,
+    duration_refs: dict[str, NcuRef] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per kernel: ncu at both clock settings, elasticity, each method's median over the
-    rounds, its error against ncu (raw and clock-matched) and its spread over the rounds."""
+    rounds, its error against ncu (raw and clock-matched) and its spread over the rounds; with
+    ``profile_refs``, ncu's reading with the profile's metrics (many passes) beside them; with
+    ``duration_refs`` (ncu with the duration alone), the reference duration is theirs, and the
+    clock and the elasticity still come from ``refs`` and ``base_refs``."""
     from nsightwrap.analysis.clocks import clamp_elasticity
 
     nv = plain.get("nvbench") or {}
@@ -644,7 +686,9 @@ def build_rows(
     for name, k in plain["kernels"].items():
         rounds = k["rounds"]
         nv_rounds = (nv.get(name) or {}).get("rounds_ns") or []
-        per_round = [round_values(r, nv_rounds[i] if i < len(nv_rounds) else None) for i, r in enumerate(rounds)]
+        per_round = [
+            round_values(r, nv_rounds[i] if i < len(nv_rounds) else None) for i, r in enumerate(rounds)
+        ]
         timers = [r["timer"] for r in rounds]
         f_timer = _median([_num(t.get("sm_clock_hz")) for t in timers])
         row: dict[str, Any] = {
@@ -665,22 +709,34 @@ def build_rows(
         if ref is not None:
             base = (base_refs or {}).get(name)
             e = elasticity(ref, base)
-            e_used = clamp_elasticity(e) if e is not None else (0.0 if ref.bound == "memory" else 1.0)
-            matched = ref.duration_ns * (ref.clock_hz / f_timer) ** e_used if math.isfinite(f_timer) else math.nan
+            prof = (profile_refs or {}).get(name)
+            dur = (duration_refs or {}).get(name)
+            ref_ns = dur.duration_ns if dur is not None else ref.duration_ns
+            shape = prof if prof is not None and math.isnan(ref.sm_pct) else ref  # who has the throughputs
+            e_used = clamp_elasticity(e) if e is not None else (0.0 if shape.bound == "memory" else 1.0)
+            matched = ref_ns * (ref.clock_hz / f_timer) ** e_used if math.isfinite(f_timer) else math.nan
             row.update(
-                ncu_ns=ref.duration_ns,
+                ncu_ns=ref_ns,
+                ncu_source="duration alone" if dur is not None else "duration and SM clock",
+                ncu_clock_run_ns=ref.duration_ns,
                 f_ncu_hz=ref.clock_hz,
                 ncu_base_ns=base.duration_ns if base else None,
                 f_base_hz=base.clock_hz if base else None,
                 elasticity=e,
                 elasticity_source="measured" if e is not None else "heuristic",
                 matched_ns=matched,
-                target_pct=target_pct(ref.duration_ns),
+                target_pct=target_pct(ref_ns),
+                ncu_passes=ref.passes,
+                ncu_profile_ns=prof.duration_ns if prof else None,
+                ncu_profile_passes=prof.passes if prof else None,
+                ncu_profile_backed_up_bytes=prof.backed_up_bytes if prof else None,
             )
             for m in METHODS:
-                errs = [(pr[m] / ref.duration_ns - 1) * 100 for pr in per_round if math.isfinite(pr[m])]
-                row[f"{m}_err_pct"] = (row[f"{m}_ns"] / ref.duration_ns - 1) * 100
-                row[f"{m}_matched_err_pct"] = (row[f"{m}_ns"] / matched - 1) * 100 if math.isfinite(matched) else math.nan
+                errs = [(pr[m] / ref_ns - 1) * 100 for pr in per_round if math.isfinite(pr[m])]
+                row[f"{m}_err_pct"] = (row[f"{m}_ns"] / ref_ns - 1) * 100
+                row[f"{m}_matched_err_pct"] = (
+                    (row[f"{m}_ns"] / matched - 1) * 100 if math.isfinite(matched) else math.nan
+                )
                 row[f"{m}_spread_pct"] = (max(errs) - min(errs)) if len(errs) > 1 else math.nan
             for tag, suffix in (("", "err_pct"), ("matched_", "matched_err_pct")):
                 err = abs(row[f"timer_{suffix}"])
@@ -771,8 +827,40 @@ def kernel_time_table(rows: Sequence[dict[str, Any]]) -> str:
 
         ncu, timer = r.get("ncu_ns"), r.get("timer_ns")
         gap = _cell((ncu - timer) / 1e3, "+.2f") if ncu is not None and timer is not None else "-"
-        cells = [r["kernel"], _us(k), *(over(r.get(c)) for c in ("timer_ns", "timer_raw_ns", "ref_ns", "ncu_ns")), gap]
+        cells = [
+            r["kernel"],
+            _us(k),
+            *(over(r.get(c)) for c in ("timer_ns", "timer_raw_ns", "ref_ns", "ncu_ns")),
+            gap,
+        ]
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def replay_table(rows: Sequence[dict[str, Any]]) -> str:
+    """ncu's reading of each kernel by what else it collects: the duration alone, the duration
+    with the SM clock (both one replay pass), and the profile's metrics (many passes, device
+    memory saved and restored around them); the timer beside them (us)."""
+    head = ["kernel", "duration alone us", "duration + SM clock us", "profile metrics us (passes, GB backed up)",
+            "nsightwrap us", "nsightwrap vs each %"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for r in rows:
+        timer, multi = r.get("timer_ns"), r.get("ncu_profile_ns")
+        alone = r.get("ncu_ns") if r.get("ncu_source") == "duration alone" else None
+        readings = [alone, r.get("ncu_clock_run_ns", r.get("ncu_ns")), multi]
+        if multi is None and alone is None:
+            continue
+        gb = r.get("ncu_profile_backed_up_bytes")
+        prof = "-" if multi is None else (
+            f"{_us(multi)} ({_cell(r.get('ncu_profile_passes'), '.0f')}, {_cell(gb / 1e9 if gb is not None else None, '.1f')})"
+        )  # fmt: skip
+        errs = " / ".join(
+            _cell((timer / v - 1) * 100, "+.1f") if timer is not None and v is not None else "-"
+            for v in readings
+        )
+        lines.append(
+            "| " + " | ".join([r["kernel"], _us(alone), _us(readings[1]), prof, _us(timer), errs]) + " |"
+        )
     return "\n".join(lines)
 
 
@@ -798,7 +886,10 @@ def summary_lines(rows: Sequence[dict[str, Any]], *, matched: bool = False) -> l
         ("beats_peers", "closer to ncu than nvbench cold, the do_bench_cuda recipe and triton do_bench"),
     ):
         miss = [r["kernel"] for r in judged if not r[tag + key]]
-        out.append(f"- {what}: {len(judged) - len(miss)} of {len(judged)}" + (f" (missed: {', '.join(miss)})" if miss else ""))
+        out.append(
+            f"- {what}: {len(judged) - len(miss)} of {len(judged)}"
+            + (f" (missed: {', '.join(miss)})" if miss else "")
+        )
     return out
 
 
@@ -854,14 +945,25 @@ def render(header: str, plain: dict[str, Any], queue: dict[str, Any], rows: Sequ
         "Run-to-run spread (max - min of the error over the rounds, points):\n",
         spread_table(rows),
     ]
+    if any(r.get("ncu_profile_ns") is not None or r.get("ncu_source") == "duration alone" for r in rows):
+        parts += ["", "ncu's reading by what else it collects (the reference above is the first given):\n",
+                  replay_table(rows)]  # fmt: skip
     if any(r.get("kernel_ns") is not None for r in rows):
-        parts += ["", "Each reading over CUPTI's kernel time of the same calls (us):\n", kernel_time_table(rows)]
+        parts += [
+            "",
+            "Each reading over CUPTI's kernel time of the same calls (us):\n",
+            kernel_time_table(rows),
+        ]
     if nv_err:
         parts += ["", f"nvbench column empty: {nv_err}"]
     if not plain.get("reference_loop"):
         parts += ["", "reference loop column empty: .ref/reference_loop.py not found"]
     if queue:
-        parts += ["", "What queued work does to the event window of a 4096-element add:\n", queue_table(queue)]
+        parts += [
+            "",
+            "What queued work does to the event window of a 4096-element add:\n",
+            queue_table(queue),
+        ]
     return "\n".join(parts) + "\n"
 
 
@@ -870,7 +972,13 @@ def tables_from(path: Path) -> str:
     import gzip
 
     doc = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
-    rows = build_rows(doc["plain"], ncu_refs(doc.get("ncu_none") or []), ncu_refs(doc.get("ncu_base") or []) or None)
+    rows = build_rows(
+        doc["plain"],
+        ncu_refs(doc.get("ncu_none") or []),
+        ncu_refs(doc.get("ncu_base") or []) or None,
+        ncu_refs(doc.get("ncu_none_profile") or []) or None,
+        ncu_refs(doc.get("ncu_none_duration") or []) or None,
+    )
     header = doc.get("header") or f"Timer accuracy (tables made from {path.name})."
     return render(header, doc["plain"], doc.get("queue_study") or {}, rows)
 
@@ -882,15 +990,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "nvbench (cuda-bench) and .ref/reference_loop.py add their columns when present.",
     )
     ap.add_argument("--out", type=Path, help="write the Markdown tables here too")
-    ap.add_argument("--json", type=Path, help="raw results (every sample, every ncu kernel); default: --out with .json")
+    ap.add_argument(
+        "--json", type=Path, help="raw results (every sample, every ncu kernel); default: --out with .json"
+    )
     ap.add_argument("--only", default="", help=f"comma-separated kernels (default all: {', '.join(KERNELS)})")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of every method (run-to-run spread)")
     ap.add_argument("--ncu-iters", type=int, default=3, help="profiled iterations per kernel under ncu")
+    ap.add_argument("--profile-iters", type=int, default=5,
+                    help="at most this many in the run with the profile's metrics (each costs 12 replay passes)")  # fmt: skip
     ap.add_argument("--no-ncu", action="store_true", help="skip the ncu reference (no errors then)")
     ap.add_argument("--no-base", action="store_true", help="skip the ncu --clock-control base pass")
+    ap.add_argument("--no-profile-metrics", action="store_true",
+                    help="skip the third ncu run (the profile's metrics, many replay passes)")  # fmt: skip
     ap.add_argument("--no-queue-study", action="store_true", help="skip the queued-work study")
     ap.add_argument("--quick", action="store_true", help="shorter budgets everywhere")
-    ap.add_argument("--tables-from", type=Path, metavar="JSON", help="print the tables of a saved --json file (no GPU)")
+    ap.add_argument(
+        "--tables-from", type=Path, metavar="JSON", help="print the tables of a saved --json file (no GPU)"
+    )
     ap.add_argument("--child-ncu", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child-nvbench", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -933,6 +1049,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         keep(plain=plain, queue_study=queue, partial=True)
         none_rows: list[dict[str, Any]] = []
         base_rows: list[dict[str, Any]] = []
+        profile_rows: list[dict[str, Any]] = []
+        duration_rows: list[dict[str, Any]] = []
         if not args.no_ncu:
             none_rows = run_ncu(args.names, work, args.ncu_iters, "none")
             keep(plain=plain, queue_study=queue, ncu_none=none_rows, partial=True)
@@ -941,19 +1059,45 @@ def main(argv: Sequence[str] | None = None) -> None:
                     base_rows = run_ncu(args.names, work, args.ncu_iters, "base")
                 except SystemExit as exc:  # the base pass is optional: say so, keep the rest
                     print(f"ncu --clock-control base failed: {exc}", file=sys.stderr)
-    rows = build_rows(plain, ncu_refs(none_rows), ncu_refs(base_rows) if base_rows else None)
+            keep(plain=plain, queue_study=queue, ncu_none=none_rows, ncu_base=base_rows, partial=True)
+            try:
+                duration_rows = run_ncu(
+                    args.names, work, args.ncu_iters, "none", DURATION_METRICS, "_duration"
+                )
+            except SystemExit as exc:  # the two-metric run stands in as the reference: say so
+                print(f"ncu with the duration alone failed: {exc}", file=sys.stderr)
+            keep(plain=plain, queue_study=queue, ncu_none=none_rows, ncu_base=base_rows,
+                 ncu_none_duration=duration_rows, partial=True)  # fmt: skip
+            if not args.no_profile_metrics:
+                try:
+                    profile_rows = run_ncu(
+                        args.names,
+                        work,
+                        min(args.ncu_iters, args.profile_iters),
+                        "none",
+                        PROFILE_METRICS,
+                        "_profile",
+                    )
+                except SystemExit as exc:  # a column beside the reference: say so, keep the rest
+                    print(f"ncu with the profile's metrics failed: {exc}", file=sys.stderr)
+    rows = build_rows(
+        plain, ncu_refs(none_rows), ncu_refs(base_rows) if base_rows else None,
+        ncu_refs(profile_rows) if profile_rows else None, ncu_refs(duration_rows) if duration_rows else None,
+    )  # fmt: skip
     import torch
 
     header = (
         f"Timer accuracy on {torch.cuda.get_device_name()} (torch {torch.__version__}, "
         f"triton {getattr(triton, '__version__', 'absent')}), {time.strftime('%Y-%m-%d')}, "
-        f"{args.rounds} rounds, ncu {args.ncu_iters} iterations per kernel."
+        f"{args.rounds} rounds, ncu {args.ncu_iters} iterations per kernel "
+        f"({min(args.ncu_iters, args.profile_iters)} with the profile's metrics)."
     )
     text = render(header, plain, queue, rows)
     print(text)
     if args.out:
         args.out.write_text(text)
-    keep(header=header, plain=plain, queue_study=queue, ncu_none=none_rows, ncu_base=base_rows, rows=rows)
+    keep(header=header, plain=plain, queue_study=queue, ncu_none=none_rows, ncu_base=base_rows,
+         ncu_none_profile=profile_rows, ncu_none_duration=duration_rows, rows=rows)  # fmt: skip
     print(f"total {time.perf_counter() - t0:.1f} s", file=sys.stderr)
 
 

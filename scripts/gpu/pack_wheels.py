@@ -1,0 +1,41 @@
+"""Pack the wheels brought to the GPU machine into one small file, ``.wheels.tar.xz``.
+
+    python3 scripts/gpu/pack_wheels.py .whl .whl-nvbench     # then carry .wheels.tar.xz, .debs, .ref
+
+Wheels are deflated zips of compiled libraries, which xz cannot shrink further; re-stored
+uncompressed and packed with xz they take about two thirds of the room, so that the working
+tree and the wheels stay under the device's 64 MiB. ``scripts/gpu/env.sh`` unpacks the file and
+installs every folder in it as it would ``.whl/`` (a stored zip is as good a wheel as a deflated
+one: the files and RECORD are unchanged).
+"""
+
+from __future__ import annotations
+
+import sys
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+
+def main(folders: list[str]) -> None:
+    out = Path(".wheels.tar.xz")
+    with tempfile.TemporaryDirectory() as tmp:
+        for folder in folders:
+            dest = Path(tmp) / Path(folder).name
+            dest.mkdir()
+            for whl in sorted(Path(folder).glob("*.whl")):
+                with (
+                    zipfile.ZipFile(whl) as src,
+                    zipfile.ZipFile(dest / whl.name, "w", zipfile.ZIP_STORED) as dst,
+                ):
+                    for info in src.infolist():
+                        dst.writestr(info, src.read(info), compress_type=zipfile.ZIP_STORED)
+        with tarfile.open(out, "w:xz", preset=6) as tar:
+            for folder in folders:
+                tar.add(Path(tmp) / Path(folder).name, arcname=Path(folder).name)
+    print(f"{out}: {out.stat().st_size / 2**20:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or [".whl"])
