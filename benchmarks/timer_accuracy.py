@@ -15,13 +15,14 @@ large) it measures, in one run and in ``--rounds`` rounds (run-to-run spread):
   (e) ``triton.testing.do_bench`` (median);
   (f) naive CUDA events (back to back, no flush);
 
-then re-runs itself under ``ncu --clock-control none`` (the reference: ``gpu__time_duration.sum``
-and ``sm__cycles_elapsed.avg.per_second`` per iteration, through the timer's iteration filter:
-two metrics, one replay pass per kernel), under ``ncu --clock-control base`` (a lower, locked
-clock, the same two metrics), which gives each kernel's clock elasticity ``e`` (duration ~
-f**-e), and once more at ``none`` with the metrics of ``nsightwrap profile``'s ncu pass, which ncu
-replays in many passes (its reading is shown beside the reference, not judged). Every method's error is given against ncu as measured
-(``none``) and against ncu carried to the timer's measured clock, ``t * (f_ncu / f_timer) ** e``.
+then re-runs itself four times under ncu, through the timer's iteration filter: at
+``--clock-control none`` with ``gpu__time_duration.sum`` alone (the reference: its median per
+kernel, ``--ncu-iters`` iterations); at ``none`` and at ``base`` (a lower, locked clock) with the
+duration and ``sm__cycles_elapsed.avg.per_second`` (one replay pass each), which give ncu's SM
+clock and each kernel's clock elasticity ``e`` (duration ~ f**-e); and at ``none`` with the
+metrics of ``nsightwrap profile``'s ncu pass (12 replay passes; shown beside the reference, not
+judged). Every method's error is given against the reference as measured and against it carried
+to the timer's measured clock, ``t * (f_ncu / f_timer) ** e``.
 A short study of what queued work does to an event window comes with it (``queue_study``).
 
 Markdown to stdout and ``--out``; every sample and ncu row to ``--json``. Needs an NVIDIA GPU,
@@ -69,11 +70,12 @@ try:  # the Triton kernel must be defined at module level for @triton.jit to rea
 except ImportError:  # CPU machines: --help and the table code still work
     triton = None
 
-#: The reference's metrics, at both clock settings: one replay pass per kernel. With more metrics
-#: ncu replays each kernel in several passes and saves and restores device memory around them,
-#: which lengthened a memory-bound GEMV by ~4% on an H200 (docs/timer-accuracy.md).
+#: The duration and the SM clock, at both clock settings (one replay pass): ncu's clock and e.
 REF_METRICS = "gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second"
-#: The duration alone: ncu's lightest reading of a kernel (no SM counters, one pass).
+#: The reference: the duration alone, ncu's lightest reading (no SM counters, one pass, nothing
+#: backed up). With more metrics ncu reads some kernels longer: on an H200 the SM clock beside
+#: it a 2 us add by ~6%, the profile's 12-pass replay a memory-bound GEMV by 3-6%
+#: (docs/timer-accuracy.md, "What ncu's reading depends on").
 DURATION_METRICS = "gpu__time_duration.sum"
 #: What ``nsightwrap profile``'s ncu pass collects (12 passes on an H200).
 PROFILE_METRICS = ",".join(DEFAULT_NCU_METRICS)
