@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timer_accuracy import KERNELS, ROOT, make_kernel, ncu_refs  # noqa: E402
+from timer_accuracy import KERNELS, ROOT, make_kernel, ncu_refs, ncu_rows  # noqa: E402
 
 from nsightwrap.core import contract  # noqa: E402
 from nsightwrap.run.launch import DEFAULT_NCU_METRICS  # noqa: E402
@@ -189,8 +188,6 @@ def child_ncu(names: Sequence[str], iters: int) -> None:
 
 def run_ncu(names: Sequence[str], workdir: Path, iters: int, key: str) -> list[dict[str, Any]]:
     """This script in child mode under ``ncu --clock-control none``, ncu run ``key`` of ``NCU_RUNS``."""
-    from nsightwrap.parsers.ncu import read_ncu_rep
-
     ncu = shutil.which("ncu")
     if ncu is None:
         raise SystemExit("ncu is not on PATH")
@@ -203,18 +200,7 @@ def run_ncu(names: Sequence[str], workdir: Path, iters: int, key: str) -> list[d
         "--ncu-iters", str(iters),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in (contract.ENV_PASS, contract.ENV_RUN_DIR)}
-    t0 = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=400)
-    if done.returncode != 0:
-        raise SystemExit(
-            f"ncu ({key}) failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
-        )
-    print(f"ncu {key} (--cache-control {cache}): {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    df = read_ncu_rep(rep.with_suffix(".ncu-rep"))
-    rows: list[dict[str, Any]] = json.loads(
-        df.drop(columns=["nvtx_ranges"], errors="ignore").to_json(orient="records")
-    )
-    return rows
+    return ncu_rows(argv, env, rep, f"{key} (--cache-control {cache})", timeout=400)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -507,8 +507,6 @@ def run_ncu(
 ) -> list[dict[str, Any]]:
     """Re-run this script under ncu (``--clock-control clock``, ``metrics``) in child mode; the
     kernel rows."""
-    from nsightwrap.parsers.ncu import read_ncu_rep
-
     ncu = shutil.which("ncu")
     if ncu is None:
         raise SystemExit("ncu is not on PATH; pass --no-ncu to skip the reference")
@@ -522,13 +520,23 @@ def run_ncu(
     env = dict(os.environ)
     env.update({contract.ENV_PASS: contract.PASS_NCU, contract.ENV_NCU_ITERS: str(iters)})
     env.pop(contract.ENV_RUN_DIR, None)
+    return ncu_rows(argv, env, rep, f"--clock-control {clock}{tag}", timeout=300)
+
+
+def ncu_rows(
+    argv: Sequence[str], env: dict[str, str], rep: Path, what: str, timeout: float
+) -> list[dict[str, Any]]:
+    """Run ``argv`` (ncu over a benchmark's child mode, writing ``rep``.ncu-rep) and return the
+    report's kernel rows as JSON-ready dicts; SystemExit naming ``what`` when ncu fails."""
+    from nsightwrap.parsers.ncu import read_ncu_rep
+
     t0 = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise SystemExit(
-            f"ncu ({clock}) failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+            f"ncu ({what}) failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         )
-    print(f"ncu --clock-control {clock}{tag} child run: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    print(f"ncu {what} child run: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     df = read_ncu_rep(rep.with_suffix(".ncu-rep"))
     rows: list[dict[str, Any]] = json.loads(
         df.drop(columns=["nvtx_ranges"], errors="ignore").to_json(orient="records")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -403,6 +404,31 @@ def test_the_recorded_h200_run_meets_the_first_two_targets() -> None:
     # the short kernels: with the SM clock collected too, ncu reads them longer than alone
     for name in ("add_4k", "relu_1m", "axpy_triton_1m"):
         assert stored[name]["ncu_clock_run_ns"] > stored[name]["ncu_ns"]
+
+
+def test_ncu_rows_runs_ncu_and_reads_its_report(monkeypatch, tmp_path) -> None:
+    """The benchmarks' ncu runner, through the fake ncu (a real subprocess writing the real H200
+    reference report): the report's kernels come back as JSON-ready rows; a failing run ends in
+    one SystemExit that names the run and ncu's exit code."""
+    import shutil
+
+    from fake_tools.harness import use_fakes
+
+    from nsightwrap.parsers.ncu import read_ncu_rep
+
+    acc = _accuracy_module()
+    use_fakes(monkeypatch, tmp_path)
+    ncu = shutil.which("ncu")
+    assert ncu is not None and "fake_tools" in ncu
+    rep = tmp_path / "run"
+    argv = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-o", str(rep), "-f"]
+    rows = acc.ncu_rows([*argv, sys.executable, "-c", "pass"], dict(os.environ), rep, "duration alone", timeout=60)
+    want = read_ncu_rep(ROOT / "fixtures" / "reference" / "h200-workload" / "workload.ncu-rep")
+    assert len(rows) == len(want) > 0
+    assert [r["duration_ns"] for r in rows] == pytest.approx(list(want["duration_ns"]))
+    assert "nvtx_ranges" not in rows[0] and json.loads(json.dumps(rows)) == rows
+    with pytest.raises(SystemExit, match=r"^ncu \(duration alone\) failed \(3\):"):
+        acc.ncu_rows([*argv, sys.executable, "-c", "raise SystemExit(3)"], dict(os.environ), rep, "duration alone", timeout=60)
 
 
 def test_nvbench_json_summaries_are_read() -> None:
