@@ -2,8 +2,9 @@
 
     python benchmarks/profile_overhead.py [--repeat N] SCRIPT [ARGS...]
 
-By hand means: the plain run, ``ncu``, ``ncu`` again at ``--clock-control base`` (the clock
-sweep) and ``nsys profile`` + ``nsys export`` with exactly the argv nsightwrap builds, one after the other, nothing else (no version probes, no nvidia-smi, no
+By hand means: the plain run, ``ncu``, ``ncu`` twice more with the duration and SM clock only
+(the clock sweep: the duration pass at ``--clock-control none``, the base pass at
+``--clock-control base``) and ``nsys profile`` + ``nsys export`` with exactly the argv nsightwrap builds, one after the other, nothing else (no version probes, no nvidia-smi, no
 clock sampler, no analysis). nsightwrap runs with ``--no-analyze --quiet``. The two are
 alternated; the medians and their ratio are printed (target: ratio <= 1.25).
 
@@ -25,7 +26,7 @@ import time
 from pathlib import Path
 
 from nsightwrap.core.contract import ENV_NCU_ITERS, ncu_iteration_filter
-from nsightwrap.run.clocksweep import base_argv
+from nsightwrap.run.clocksweep import base_argv, duration_argv
 from nsightwrap.run.launch import ncu_argv, nsys_argv, nsys_export_argv, pass_env, target_argv
 from nsightwrap.run.tools import find_tool, nsys_profile_options, supports_flag
 
@@ -35,14 +36,15 @@ def by_hand(
 ) -> float:
     """The passes with plain subprocess calls; seconds. ``launch_count``: profile the first K
     kernels instead of filtering on nsightwrap's iteration ranges (a zero-change script)."""
-    for d in ("plain", "ncu", "ncu-base", "nsys"):
+    for d in ("plain", "ncu", "ncu-duration", "ncu-base", "nsys"):
         (work / d).mkdir(parents=True)
     argv = target_argv(target)
     t0 = time.perf_counter()
     subprocess.run(argv, env={**os.environ, **pass_env(work, "plain")}, check=True, capture_output=True)
     nvtx = ncu_iteration_filter() if launch_count is None else ["--launch-count", str(max(1, launch_count))]
     ncu_pass = ncu_argv(ncu, argv, work / "ncu" / "report", nvtx_filter=nvtx)
-    for cmd in (ncu_pass, base_argv(ncu_pass, work / "ncu-base" / "report")):
+    sweep = (duration_argv(ncu_pass, work / "ncu-duration" / "report"), base_argv(ncu_pass, work / "ncu-base" / "report"))
+    for cmd in (ncu_pass, *sweep):
         assert cmd is not None
         subprocess.run(
             cmd, env={**os.environ, **pass_env(work, "ncu", {ENV_NCU_ITERS: "3"})}, check=True, capture_output=True

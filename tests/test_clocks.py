@@ -165,13 +165,41 @@ def test_kernels_pair_with_their_twins_by_range_and_launch_order(ref_dir) -> Non
     assert attach_base(k, None)[1] == 0
 
 
+def test_durations_come_from_the_duration_pass_where_a_kernel_has_its_twin(ref_dir) -> None:
+    """The duration pass (ncu with the duration and SM clock only) gives each kernel its duration
+    and clock; the ncu pass's own stay beside them; a kernel without a twin keeps the ncu pass's."""
+    from nsightwrap.analysis.clocks import DURATION_SOURCES, attach_durations
+
+    k = read_ncu_rep(ref_dir / "workload.ncu-rep")
+    light = k[["nvtx_path", "launch_id", "kernel", "duration_ns", "sm_clock_hz"]].copy()
+    light["duration_ns"] = light["duration_ns"] * 0.95  # as if the replay had read 5% long
+    light["sm_clock_hz"] = light["sm_clock_hz"] * 1.01
+    lonely = k["nvtx_path"] == "mm_small/mm_small/iter2"
+    light = light[~lonely]
+    out, taken = attach_durations(k, light)
+    assert taken == int((~lonely).sum()) and taken > 0
+    got = out[~lonely]
+    assert (got["duration_source"] == DURATION_SOURCES[0]).all()
+    assert got["duration_ns"].to_numpy() == pytest.approx(0.95 * k.loc[~lonely, "duration_ns"].to_numpy())
+    assert got["sm_clock_hz"].to_numpy() == pytest.approx(1.01 * k.loc[~lonely, "sm_clock_hz"].to_numpy())
+    assert got["counters_duration_ns"].to_numpy() == pytest.approx(k.loc[~lonely, "duration_ns"].to_numpy())
+    kept = out[lonely]
+    assert (kept["duration_source"] == DURATION_SOURCES[1]).all()
+    assert kept["duration_ns"].tolist() == k.loc[lonely, "duration_ns"].tolist()
+    # a kernel of another name at the same position is no twin; no pass, nothing taken
+    assert attach_durations(k, light.assign(kernel="other_kernel"))[1] == 0
+    none, n = attach_durations(k, None)
+    assert n == 0 and none["duration_ns"].tolist() == k["duration_ns"].tolist()
+    assert (none["duration_source"] == DURATION_SOURCES[1]).all()
+
+
 # ------------------------------------------------------------------ the clock-sweep pass of profile
 
 
 def test_base_pass_argv_keeps_the_filter_and_the_users_ncu_arguments() -> None:
     from pathlib import Path
 
-    from nsightwrap.run.clocksweep import BASE_METRICS, base_argv, clock_trouble
+    from nsightwrap.run.clocksweep import BASE_METRICS, base_argv, clock_trouble, duration_argv
 
     ncu = ["/x/ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", "regex:nsightwrap@.*/iter[0-9]+/",
            "--set", "full", "--metrics", "a,b", "-o", "/r/ncu/report", "-f", "--cache-control", "none",
@@ -182,8 +210,13 @@ def test_base_pass_argv_keeps_the_filter_and_the_users_ncu_arguments() -> None:
         "--metrics", ",".join(BASE_METRICS), "-o", "/r/ncu-base/report", "-f", "--cache-control", "none",
         "python3", "bench.py", "-o", "x",  # the target's own "-o" is not ncu's
     ]  # fmt: skip
+    # the duration pass: the same at --clock-control none
+    assert duration_argv(ncu, Path("/r/ncu-duration/report")) == [
+        *got[:2], "none", *got[3:9], "/r/ncu-duration/report", *got[10:]
+    ]  # fmt: skip
     # the user chose the clock control in --ncu-args: no sweep
     assert base_argv([*ncu[:13], "--clock-control", "base", *ncu[13:]], Path("/r")) is None
+    assert duration_argv([*ncu[:13], "--clock-control", "base", *ncu[13:]], Path("/r")) is None
     assert clock_trouble("==PROF== Connected\n==ERROR== Failed to lock clocks (permission)\n") == (
         "==ERROR== Failed to lock clocks (permission)"
     )
@@ -201,7 +234,8 @@ def _profile(capsys, monkeypatch, tmp_path, *args, mode=""):
 
 def test_profile_measures_elasticity_from_the_real_base_clock_report(tmp_path, monkeypatch, capsys) -> None:
     """The fake ncu writes the reference workload's real H200 reports: at --clock-control none and,
-    for the sweep, at --clock-control base. Every kernel gets its measured e."""
+    for the sweep, with the duration and SM clock only at none (the duration pass) and at base.
+    Every kernel takes its duration from the duration pass and gets its measured e."""
     from fake_tools.harness import manifest, passes, tool_calls
 
     from nsightwrap.analysis.load import analyze
@@ -209,16 +243,26 @@ def test_profile_measures_elasticity_from_the_real_base_clock_report(tmp_path, m
     r, log = _profile(capsys, monkeypatch, tmp_path)
     assert r.code == 0, r.err
     m = manifest(tmp_path / "run")
-    assert [p["name"] for p in m["passes"]] == ["plain", "ncu", "ncu-base"]
-    sweep = passes(m)["ncu-base"]
-    assert sweep["status"] == "ok" and sweep["env"]["NSIGHTWRAP_PASS"] == "ncu"
-    assert "ncu-base/report.ncu-rep" in sweep["files"] and m["settings"]["clock_sweep"] is True
+    assert [p["name"] for p in m["passes"]] == ["plain", "ncu", "ncu-duration", "ncu-base"]
+    for name in ("ncu-duration", "ncu-base"):
+        sweep = passes(m)[name]
+        assert sweep["status"] == "ok" and sweep["env"]["NSIGHTWRAP_PASS"] == "ncu"
+        assert f"{name}/report.ncu-rep" in sweep["files"] and f"{name} pass: ok" in r.err
+    assert m["settings"]["clock_sweep"] is True
     calls = [c for c in tool_calls(log) if c[0] == "ncu" and "--version" not in c]
-    assert [c[2] for c in calls] == ["none", "base"]
-    assert "ncu-base pass: ok" in r.err
+    assert [c[2] for c in calls] == ["none", "none", "base"]
+    metrics = [c[c.index("--metrics") + 1] for c in calls]
+    assert metrics[1] == metrics[2] == "gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second" != metrics[0]
     result = analyze(tmp_path / "run")
     kernels = [k for b in result.benchmarks if b.ncu for k in b.ncu.kernels]
     assert kernels and all(k.elasticity_source == "measured" for k in kernels)
+    # each duration is the duration pass's reading of that kernel; the ncu pass's is kept beside it
+    light = read_ncu_rep(tmp_path / "run" / "ncu-duration" / "report.ncu-rep")
+    full = read_ncu_rep(tmp_path / "run" / "ncu" / "report.ncu-rep")
+    assert all(k.duration_source == "duration pass" for k in kernels)
+    assert {k.duration_ns for k in kernels} <= set(light["duration_ns"])
+    assert {k.counters_duration_ns for k in kernels} <= set(full["duration_ns"])
+    assert any(n.startswith("ncu durations from the duration pass") for n in result.notes)
     assert all(k.base_sm_clock_hz is not None and k.base_sm_clock_hz < k.sm_clock_hz for k in kernels)  # type: ignore[operator]
     by = {b.name: [k.elasticity for k in b.ncu.kernels] for b in result.benchmarks if b.ncu}
     assert all(e is not None and e > 0.8 for e in by["mm_large"])  # compute-bound GEMM follows the clock
@@ -233,11 +277,15 @@ def test_no_clock_sweep_skips_the_pass_and_says_the_elasticities_are_guesses(tmp
 
     r, log = _profile(capsys, monkeypatch, tmp_path, "--no-clock-sweep")
     assert r.code == 0, r.err
-    p = passes(manifest(tmp_path / "run"))["ncu-base"]
-    assert (p["status"], p["message"]) == ("skipped", "--no-clock-sweep")
+    for name in ("ncu-duration", "ncu-base"):
+        p = passes(manifest(tmp_path / "run"))[name]
+        assert (p["status"], p["message"]) == ("skipped", "--no-clock-sweep")
     assert sum(1 for c in tool_calls(log) if c[0] == "ncu" and "--version" not in c) == 1
     result = analyze(tmp_path / "run")
     assert any(n.startswith("no clock-sweep pass (--no-clock-sweep)") and "guess" in n for n in result.notes)
+    assert any(n.startswith("no duration pass (--no-clock-sweep)") and "replay" in n for n in result.notes)
+    kernels = [k for b in result.benchmarks if b.ncu for k in b.ncu.kernels]
+    assert kernels and all(k.duration_source == "ncu pass" and k.counters_duration_ns is None for k in kernels)
     assert all(k.elasticity_source == "heuristic" for b in result.benchmarks if b.ncu for k in b.ncu.kernels)
 
 
@@ -259,6 +307,26 @@ def test_a_failing_clock_sweep_leaves_the_run_intact(tmp_path, monkeypatch, caps
     assert result.benchmarks and all(
         k.elasticity_source == "heuristic" for b in result.benchmarks if b.ncu for k in b.ncu.kernels
     )
+
+
+def test_a_failing_duration_pass_leaves_the_run_and_the_base_pass_intact(tmp_path, monkeypatch, capsys) -> None:
+    from fake_tools.harness import manifest, passes
+
+    from nsightwrap.analysis.load import analyze
+
+    r, _ = _profile(capsys, monkeypatch, tmp_path, mode="ncu-duration-fail")
+    assert r.code == 0, r.err  # a warning, never a failed run
+    m = manifest(tmp_path / "run")
+    assert m["status"] == "complete" and passes(m)["ncu-base"]["status"] == "ok"
+    light = passes(m)["ncu-duration"]
+    assert light["status"] == "failed" and light["message"].startswith("ncu exited with code 9; see ")
+    assert "to reproduce: " in light["message"] and "ncu-duration/stderr.log" in light["message"]
+    assert "warning: duration pass (ncu, duration and SM clock only): ncu exited with code 9" in r.err
+    result = analyze(tmp_path / "run")
+    assert any(n.startswith("the duration pass failed: ncu exited with code 9") for n in result.notes)
+    kernels = [k for b in result.benchmarks if b.ncu for k in b.ncu.kernels]
+    assert kernels and all(k.duration_source == "ncu pass" for k in kernels)
+    assert all(k.elasticity_source == "measured" for k in kernels)  # the base pass still measured e
 
 
 def test_a_clock_that_did_not_move_is_told_apart_from_a_measurement(tmp_path, monkeypatch, capsys) -> None:
@@ -291,6 +359,8 @@ def test_real_h200_run_with_its_clock_sweep() -> None:
             assert k.elasticity_source == "measured"
             assert k.base_duration_ns and k.base_sm_clock_hz and k.sm_clock_hz
             assert k.base_sm_clock_hz < 0.85 * k.sm_clock_hz  # base locked 1.28-1.49 GHz there
+            # its duration and clock from the duration pass; the ncu pass's own reading beside it
+            assert k.duration_source == "duration pass" and k.counters_duration_ns
     mm = by["mm_square"].ncu.kernels  # type: ignore[union-attr]
     assert all(0.9 < (k.elasticity or 0) < 1.1 for k in mm)
     assert all(abs(k.elasticity or 0) < 0.25 for k in by["add_16m"].ncu.kernels)  # type: ignore[union-attr]
@@ -300,11 +370,15 @@ def test_real_h200_run_with_its_clock_sweep() -> None:
     assert any(n.startswith("events ") and "(CUPTI), ncu " in n for n in by["add_4k"].notes)
     doc = report_to_dict(result)
     k0 = doc["benchmarks"][0]["ncu"]["kernels"][0]
-    assert {"elasticity", "elasticity_source", "base_duration_ns", "base_sm_clock_hz", "duration_ns", "sm_clock_hz"} <= set(k0)
+    assert {"elasticity", "elasticity_source", "base_duration_ns", "base_sm_clock_hz", "duration_ns", "sm_clock_hz",
+            "duration_source", "counters_duration_ns"} <= set(k0)  # fmt: skip
+    assert k0["duration_source"] == "duration pass" and k0["counters_duration_ns"] != k0["duration_ns"]
     md = render_markdown(result)
-    assert "| e | at base clock |" in md and " @ " in md
+    assert "| duration | with counters | SM clock |" in md and "| e | at base clock |" in md and " @ " in md
+    assert any(n.startswith("ncu durations from the duration pass") for n in result.notes)
     back = _round_trip(result, write_report_json, load_report_json)
     assert back.benchmarks[0].ncu.kernels[0].elasticity == result.benchmarks[0].ncu.kernels[0].elasticity  # type: ignore[union-attr]
+    assert back.benchmarks[0].ncu.kernels[0] == result.benchmarks[0].ncu.kernels[0]  # type: ignore[union-attr]
 
 
 def _round_trip(result, write, load):  # type: ignore[no-untyped-def]

@@ -55,8 +55,8 @@ def test_full_run_writes_layout_and_manifest(tmp_path: Path, monkeypatch, capsys
     assert m["tools"]["ncu"]["found_by"] == "PATH"
     assert m["end"] >= m["start"] and m["wall_s"] >= 0
     p = passes(m)
-    # the clock sweep (ncu at --clock-control base) follows the ncu pass: tests/test_clocks.py
-    assert [x["name"] for x in m["passes"]] == ["plain", "ncu", "ncu-base", "nsys"]
+    # the clock sweep (ncu again at none and at base, two metrics) follows the ncu pass: tests/test_clocks.py
+    assert [x["name"] for x in m["passes"]] == ["plain", "ncu", "ncu-duration", "ncu-base", "nsys"]
     assert all(x["status"] == "ok" for x in m["passes"])
     run_abs = str(run)
     # Every pass loads the capture layer (docs/capture.md): its boot folder first on PYTHONPATH.

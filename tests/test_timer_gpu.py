@@ -311,9 +311,9 @@ SWEEP_SCRIPT = textwrap.dedent(
 
 
 def test_profile_runs_the_clock_sweep_and_measures_elasticity(tmp_path: Path) -> None:
-    """nsightwrap profile (plain + ncu + the base-clock pass): every kernel gets a measured e, the
-    GEMM follows the clock and the large add does not; and the timer's 2 us add is within 25% of
-    ncu: queuing many samples per synchronize put it +34% over; one sample per synchronize
+    """nsightwrap profile (plain + ncu + the duration and base-clock passes): every kernel takes
+    its duration from the duration pass and gets a measured e, the GEMM follows the clock and the
+    large add does not; and the timer's 2 us add is within 25% of ncu: queuing many samples per synchronize put it +34% over; one sample per synchronize
     measured +9% and +15% in two H200 runs (ncu's own share of the launch moves by ~0.2 us)."""
     _ncu()
     script = tmp_path / "sweep_bench.py"
@@ -332,10 +332,13 @@ def test_profile_runs_the_clock_sweep_and_measures_elasticity(tmp_path: Path) ->
 
     manifest = json.loads((run / "manifest.json").read_text())
     names = [p["name"] for p in manifest["passes"]]
-    assert names == ["plain", "ncu", "ncu-base"]
-    base = next(p for p in manifest["passes"] if p["name"] == "ncu-base")
-    assert base["status"] == "ok" and "--clock-control" in base["commands"][0]["argv"]
-    assert (run / "ncu-base" / "report.ncu-rep").is_file()
+    assert names == ["plain", "ncu", "ncu-duration", "ncu-base"]
+    for name, clock in (("ncu-duration", "none"), ("ncu-base", "base")):
+        rec = next(p for p in manifest["passes"] if p["name"] == name)
+        argv = rec["commands"][0]["argv"]
+        assert rec["status"] == "ok" and argv[argv.index("--clock-control") + 1] == clock
+        assert argv[argv.index("--metrics") + 1] == "gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second"
+        assert (run / name / "report.ncu-rep").is_file()
     from nsightwrap.analysis.load import analyze
     from nsightwrap.export.jsonio import report_to_dict
 
@@ -346,6 +349,9 @@ def test_profile_runs_the_clock_sweep_and_measures_elasticity(tmp_path: Path) ->
         ks = by[name]["ncu"]["kernels"]
         assert ks and all(k["elasticity_source"] == "measured" for k in ks), (name, ks)
         assert all(k["base_duration_ns"] and k["base_sm_clock_hz"] < k["sm_clock_hz"] for k in ks)
+        # Durations from the duration pass; the ncu pass's own (12 replay passes) kept beside them.
+        assert all(k["duration_source"] == "duration pass" and k["counters_duration_ns"] > 0 for k in ks)
+    print("duration pass / ncu pass", {n: [k["duration_ns"] / k["counters_duration_ns"] for k in by[n]["ncu"]["kernels"]] for n in by})
     e = {n: by[n]["ncu"]["kernels"][0]["elasticity"] for n in by}
     print("elasticities", e)
     assert e["mm_square"] > 0.6 and e["add_16m"] < 0.5

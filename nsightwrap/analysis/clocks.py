@@ -11,9 +11,12 @@ with the SM clock is its clock elasticity ``e``: duration ~ f**-e, so at clock `
 many kernels lie between (flash attention 0.97, softmax 0.91, layer norm 0.62, 2-5 us kernels
 0.16-0.37; docs/timer-accuracy.md).
 
-``e`` is measured where ``nsightwrap profile`` ran its clock-sweep pass (ncu again at
-``--clock-control base``, which locks a lower clock): each kernel is matched with its twin of
-the base pass (benchmark, iteration, launch order) and ``e = ln(t_base / t_k) / ln(f_k / f_base)``
+``e`` is measured where ``nsightwrap profile`` ran its clock sweep: ncu twice more with each
+kernel's duration and SM clock only, at ``--clock-control none`` (the duration pass) and at
+``--clock-control base`` (which locks a lower clock). Each kernel is matched with its twins there
+(benchmark, iteration, launch order, name: ``twins``); ``t_k`` and ``f_k`` come from the duration
+pass (``attach_durations``: ncu's reading moves with what else it collects, and the ncu pass's
+counters take 12 replay passes) and ``e = ln(t_base / t_k) / ln(f_k / f_base)``
 (``measured_elasticity``). Elsewhere it is a guess from ncu's throughput counters: 1 for SM-bound
 kernels, 0 for DRAM-bound ones (``classify``), marked ``heuristic`` (docs/reconciliation.md).
 """
@@ -54,6 +57,9 @@ FOLLOWS_CLOCK_E = 0.5
 
 #: Columns the clock-sweep matching adds to an ncu kernels frame.
 BASE_COLUMNS = ("base_duration_ns", "base_sm_clock_hz", "elasticity", "elasticity_source")
+#: Where a kernel's ``duration_ns`` comes from: the duration pass (ncu with the duration and the
+#: SM clock only, one replay pass) or, without it, the ncu pass itself (all its counters).
+DURATION_SOURCES = ("duration pass", "ncu pass")
 
 
 def classify(sm_pct: float | None, memory_pct: float | None, dram_pct: float | None = None) -> ClockModel:
@@ -101,19 +107,11 @@ def _launch_order(frame: pd.DataFrame) -> pd.Series:
     return keyed.sort_values(["path", "order"], kind="stable").groupby("path", sort=False).cumcount().reindex(frame.index)
 
 
-def attach_base(kernels: pd.DataFrame, base: pd.DataFrame | None) -> tuple[pd.DataFrame, int]:
-    """Add ``BASE_COLUMNS`` to the ncu kernels of the ``--clock-control none`` pass from those of
-    the base-clock pass: each kernel is paired with the base kernel of the same NVTX range
-    (benchmark and iteration) at the same launch position and with the same name, and gets that
-    kernel's duration and clock and the measured elasticity. A kernel without a twin, or whose
-    two clocks are too close, keeps NaN (the heuristic applies). Returns (frame, kernels measured).
-    """
-    out = kernels.copy()
-    for col in BASE_COLUMNS[:3]:
-        out[col] = np.nan
-    out["elasticity_source"] = "heuristic"
-    if base is None or base.empty or out.empty:
-        return out, 0
+def twins(kernels: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    """Each kernel's twin in another ncu pass over the same ranges: the kernel of the same NVTX
+    range (benchmark and iteration), at the same launch position, with the same name. Returns a
+    frame on ``kernels.index`` with the twin's ``duration_ns`` and ``sm_clock_hz`` (NaN where a
+    kernel has no twin)."""
     key_cols = ["nw_path", "nw_pos"]
 
     def keyed(frame: pd.DataFrame) -> pd.DataFrame:
@@ -123,23 +121,68 @@ def attach_base(kernels: pd.DataFrame, base: pd.DataFrame | None) -> tuple[pd.Da
             index=frame.index,
         )
 
-    mine = keyed(out)
-    theirs = keyed(base).assign(
-        nw_bdur=pd.to_numeric(base["duration_ns"], errors="coerce"),
-        nw_bclk=pd.to_numeric(base["sm_clock_hz"], errors="coerce"),
+    mine = keyed(kernels)
+    theirs = keyed(other).assign(
+        duration_ns=pd.to_numeric(other["duration_ns"], errors="coerce"),
+        sm_clock_hz=pd.to_numeric(other["sm_clock_hz"], errors="coerce"),
     )
-    theirs = theirs.drop_duplicates(key_cols)
     merged = (
         mine.assign(nw_idx=mine.index)
-        .merge(theirs, on=key_cols, how="left", suffixes=("", "_b"))
+        .merge(theirs.drop_duplicates(key_cols), on=key_cols, how="left", suffixes=("", "_b"))
         .set_index("nw_idx")
+        .reindex(kernels.index)
     )
     same = merged["nw_kernel"] == merged["nw_kernel_b"]
+    return pd.DataFrame(
+        {
+            "duration_ns": merged["duration_ns"].where(same),
+            "sm_clock_hz": merged["sm_clock_hz"].where(same),
+        },
+        index=kernels.index,
+    )
+
+
+def attach_durations(kernels: pd.DataFrame, light: pd.DataFrame | None) -> tuple[pd.DataFrame, int]:
+    """Take each ncu kernel's duration and SM clock from its twin of the duration pass (ncu at the
+    same clock control with those two metrics only) and keep the ncu pass's own as
+    ``counters_duration_ns`` / ``counters_sm_clock_hz``: the ncu pass's counters take many replay
+    passes, which read some kernels several % long (docs/timer-accuracy.md). ``duration_source``
+    says which pass each duration comes from (``DURATION_SOURCES``). A kernel without a twin keeps
+    the ncu pass's values. Returns (frame, kernels taken from the duration pass)."""
+    out = kernels.copy()
+    out["counters_duration_ns"] = pd.to_numeric(out["duration_ns"], errors="coerce")
+    out["counters_sm_clock_hz"] = pd.to_numeric(out["sm_clock_hz"], errors="coerce")
+    out["duration_source"] = DURATION_SOURCES[1]
+    if light is None or light.empty or out.empty:
+        return out, 0
+    tw = twins(out, light)
+    got = tw["duration_ns"].notna() & (tw["duration_ns"] > 0)
+    out.loc[got, "duration_ns"] = tw.loc[got, "duration_ns"]
+    # Its own clock where the duration pass has one; a duration alone keeps the ncu pass's clock.
+    clk = got & tw["sm_clock_hz"].notna() & (tw["sm_clock_hz"] > 0)
+    out.loc[clk, "sm_clock_hz"] = tw.loc[clk, "sm_clock_hz"]
+    out.loc[got, "duration_source"] = DURATION_SOURCES[0]
+    return out, int(got.sum())
+
+
+def attach_base(kernels: pd.DataFrame, base: pd.DataFrame | None) -> tuple[pd.DataFrame, int]:
+    """Add ``BASE_COLUMNS`` to the ncu kernels of the ``--clock-control none`` pass from those of
+    the base-clock pass: each kernel is paired with its twin there (``twins``) and gets that
+    kernel's duration and clock and the measured elasticity. A kernel without a twin, or whose
+    two clocks are too close, keeps NaN (the heuristic applies). Returns (frame, kernels measured).
+    """
+    out = kernels.copy()
+    for col in BASE_COLUMNS[:3]:
+        out[col] = np.nan
+    out["elasticity_source"] = "heuristic"
+    if base is None or base.empty or out.empty:
+        return out, 0
+    tw = twins(out, base)
     measured = 0
     for idx in out.index:
-        if not bool(same.get(idx, False)):
+        bd, bc = number_or_none(tw.at[idx, "duration_ns"]), number_or_none(tw.at[idx, "sm_clock_hz"])
+        if bd is None and bc is None:
             continue
-        bd, bc = number_or_none(merged.at[idx, "nw_bdur"]), number_or_none(merged.at[idx, "nw_bclk"])
         out.at[idx, "base_duration_ns"] = np.nan if bd is None else bd
         out.at[idx, "base_sm_clock_hz"] = np.nan if bc is None else bc
         e = measured_elasticity(

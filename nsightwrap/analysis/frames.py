@@ -64,6 +64,10 @@ KERNEL_COLUMNS: dict[str, str] = {
     "elasticity_source": "`measured` (ncu at two clocks) or `heuristic` (throughput counters)",
     "base_duration_ns": "its duration under `ncu --clock-control base`, where that pass ran",
     "base_sm_clock_hz": "SM clock under that pass",
+    "duration_source": "where `duration_ns` comes from: `duration pass` (ncu with the duration and SM clock only) "
+    "or `ncu pass` (the pass with every counter)",
+    "counters_duration_ns": "its duration in the ncu pass with every counter (12 replay passes on an H200), "
+    "where `duration_ns` comes from the duration pass",
 }
 
 #: Columns of ``gaps_frame``, in order: name -> what it holds.
@@ -78,7 +82,7 @@ GAP_COLUMNS: dict[str, str] = {
 
 _INT_COLUMNS = {"timer_n", "iteration"}
 _TEXT_COLUMNS = {"name", "source", "verdict", "causes", "timer_clock_source", "ref_clock_source", "benchmark",
-                 "kernel", "kernel_short", "clock_model", "elasticity_source", "cause", "fix"}  # fmt: skip
+                 "kernel", "kernel_short", "clock_model", "elasticity_source", "duration_source", "cause", "fix"}  # fmt: skip
 _BOOL_COLUMNS = {"actionable"}
 _OBJECT_COLUMNS = {"params"}
 
@@ -152,6 +156,8 @@ def _kernel_row(bench: str, k: KernelTiming) -> dict[str, Any]:
         "elasticity_source": k.elasticity_source,
         "base_duration_ns": k.base_duration_ns,
         "base_sm_clock_hz": k.base_sm_clock_hz,
+        "duration_source": k.duration_source,
+        "counters_duration_ns": k.counters_duration_ns,
     }
 
 

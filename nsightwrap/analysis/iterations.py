@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from nsightwrap.analysis.clocks import ELASTICITY_RANGE, normalize_kernels, number_or_none
+from nsightwrap.analysis.clocks import DURATION_SOURCES, ELASTICITY_RANGE, normalize_kernels, number_or_none
 from nsightwrap.analysis.model import ClockModel, KernelTiming, NcuStats, NsysStats
 from nsightwrap.core import intervals
 
@@ -37,6 +37,7 @@ NCU_COLUMNS = (
     "launch_id", "kernel", "kernel_short", "duration_ns", "sm_clock_hz", "sm_throughput_pct",
     "memory_throughput_pct", "dram_throughput_pct", "nvtx_ranges",
     "base_duration_ns", "base_sm_clock_hz", "elasticity",  # the clock-sweep pass (clocks.attach_base)
+    "duration_source", "counters_duration_ns",  # the duration pass (clocks.attach_durations)
 )  # fmt: skip
 
 _OP_COLUMNS = ["op_id", "kind", "name", "start_ns", "end_ns", "duration_ns", "stream_id"]
@@ -153,7 +154,16 @@ def _kernel(r: Any) -> KernelTiming:
         elasticity_source=str(r.elasticity_source),
         base_duration_ns=number_or_none(getattr(r, "base_duration_ns", None)),
         base_sm_clock_hz=number_or_none(getattr(r, "base_sm_clock_hz", None)),
+        duration_source=str(getattr(r, "duration_source", None) or DURATION_SOURCES[1]),
+        counters_duration_ns=_counters_ns(r),
     )
+
+
+def _counters_ns(r: Any) -> float | None:
+    # Only where the duration came from the duration pass: otherwise it is duration_ns itself.
+    if getattr(r, "duration_source", None) != DURATION_SOURCES[0]:
+        return None
+    return number_or_none(getattr(r, "counters_duration_ns", None))
 
 
 def _ncu_from_rows(rows: list[KernelTiming]) -> NcuStats:

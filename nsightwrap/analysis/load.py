@@ -22,8 +22,10 @@ from nsightwrap.analysis.captured import (
     with_window_clocks,
 )
 from nsightwrap.analysis.clocks import (
+    DURATION_SOURCES,
     MIN_CLOCK_STEP,
     attach_base,
+    attach_durations,
     parse_clock_ref,
     plain_clock_from_samples,
     reference_clock,
@@ -47,7 +49,7 @@ from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, PASS_NS
 from nsightwrap.core.errors import NativeReaderCrashed, ReportParseError, UsageError
 from nsightwrap.parsers.sidecar import read_sidecar_doc
 from nsightwrap.run.merge import is_merged
-from nsightwrap.run.rundir import CLOCK_SWEEP_PASS, RunLayout, read_manifest
+from nsightwrap.run.rundir import CLOCK_SWEEP_PASS, DURATION_PASS, RunLayout, read_manifest
 from nsightwrap.timer.stats import summarize
 
 
@@ -302,29 +304,58 @@ def _read_ncu(layout: RunLayout, notes: list[str], crashes: list[str] | None = N
         return None
 
 
+def _sweep_record(manifest: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    return next((p for p in manifest.get("passes") or [] if isinstance(p, Mapping) and p.get("name") == name), None)
+
+
+def _sweep_report(report: Path, what: str, notes: list[str], crashes: list[str]) -> pd.DataFrame | None:
+    if not report.is_file():
+        return None
+    from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
+
+    try:
+        return read_ncu_rep_isolated(report)
+    except NativeReaderCrashed as exc:
+        crashes.append(str(exc))
+        notes.append(f"{what} report unreadable ({exc})")
+        return None
+
+
+def _missing_pass(rec: Mapping[str, Any] | None, what: str, then: str) -> str:
+    if rec is None or rec.get("status") == "skipped":
+        return f"no {what} ({(rec or {}).get('message') or 'not run'}): {then}"
+    return f"the {what} {rec.get('status')}: {rec.get('message') or 'no report'}; {then}"
+
+
 def _with_clock_sweep(
     ncu: pd.DataFrame, layout: RunLayout, manifest: Mapping[str, Any], notes: list[str], crashes: list[str]
 ) -> pd.DataFrame:
-    """The ncu kernels with the base-clock pass's twins and measured elasticities
-    (``clocks.attach_base``), and a note saying where the elasticities are only a guess."""
-    rec = next((p for p in manifest.get("passes") or [] if isinstance(p, Mapping) and p.get("name") == CLOCK_SWEEP_PASS), None)
-    base = None
-    if layout.ncu_base_report.is_file():
-        from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
-
-        try:
-            base = read_ncu_rep_isolated(layout.ncu_base_report)
-        except NativeReaderCrashed as exc:
-            crashes.append(str(exc))
-            notes.append(f"clock-sweep report unreadable ({exc})")
-    out, measured = attach_base(ncu, base)
+    """The ncu kernels with the durations of the duration pass (``clocks.attach_durations``), the
+    base-clock pass's twins and measured elasticities (``clocks.attach_base``), and notes saying
+    where durations come from the ncu pass's replay or elasticities are only a guess."""
+    light = _sweep_report(layout.ncu_duration_report, "duration-pass", notes, crashes)
+    out, taken = attach_durations(ncu, light)
+    counters = "ncu durations are the ncu pass's, whose counters take 12 replay passes and can read kernels a few % long"
+    if light is None:
+        notes.append(_missing_pass(_sweep_record(manifest, DURATION_PASS), "duration pass", counters))
+    elif taken < len(out):
+        notes.append(
+            f"ncu durations from the duration pass for {taken} of {len(out)} ncu kernels; the others keep the "
+            "ncu pass's (no twin in the duration pass)"
+        )
+    if taken:
+        both = out[out["duration_source"] == DURATION_SOURCES[0]]
+        ratio = (both["counters_duration_ns"] / both["duration_ns"]).median()
+        if math.isfinite(ratio):
+            notes.append(
+                f"ncu durations from the duration pass (duration and SM clock only, one replay pass); the ncu "
+                f"pass with its counters read them {100 * (ratio - 1):+.1f}% (median over {taken} kernels)"
+            )
+    base = _sweep_report(layout.ncu_base_report, "clock-sweep", notes, crashes)
+    out, measured = attach_base(out, base)
     guess = "clock elasticities are a guess from ncu's throughput counters (1 if SM-bound, 0 if DRAM-bound)"
     if base is None:
-        if rec is None or rec.get("status") == "skipped":
-            why = (rec or {}).get("message") or "not run"
-            notes.append(f"no clock-sweep pass ({why}): {guess}")
-        else:
-            notes.append(f"the clock-sweep pass {rec.get('status')}: {rec.get('message') or 'no report'}; {guess}")
+        notes.append(_missing_pass(_sweep_record(manifest, CLOCK_SWEEP_PASS), "clock-sweep pass", guess))
     elif measured == 0:
         clocks = pd.to_numeric(base["sm_clock_hz"], errors="coerce")
         notes.append(

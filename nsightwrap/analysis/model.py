@@ -92,6 +92,12 @@ class KernelTiming:
     #: The same kernel under ``ncu --clock-control base`` (the clock-sweep pass), where it ran.
     base_duration_ns: float | None = None
     base_sm_clock_hz: float | None = None
+    #: Where ``duration_ns`` and ``sm_clock_hz`` come from: ``duration pass`` (ncu with those two
+    #: metrics only, one replay pass) or ``ncu pass`` (the pass with every counter).
+    duration_source: str = "ncu pass"
+    #: The ncu pass's own duration of this kernel (its counters take many replay passes), where
+    #: ``duration_ns`` comes from the duration pass.
+    counters_duration_ns: float | None = None
 
 
 @dataclass(frozen=True)

@@ -398,6 +398,22 @@ def patch(owner: Any, name: str, new: Any) -> None:
     setattr(owner, name, new)
 
 
+def _take_out(patches: list[tuple[Any, str, bool, Any, Any]]) -> None:
+    """Put the originals of ``patches`` (``_PATCHES`` entries) back, last patch first; the caller
+    holds ``_PATCH_LOCK``."""
+    for owner, name, had, orig, _new in reversed(patches):
+        if had:
+            setattr(owner, name, orig)
+        else:
+            delattr(owner, name)
+
+
+def _put_back(patches: list[tuple[Any, str, bool, Any, Any]]) -> None:
+    """Install the layer's replacements of ``patches`` again; the caller holds ``_PATCH_LOCK``."""
+    for owner, name, _had, _orig, new in patches:
+        setattr(owner, name, new)
+
+
 @contextmanager
 def uncaptured() -> Iterator[None]:
     """Run a block as without the layer: its hooks taken out and nothing captured, in every
@@ -407,18 +423,13 @@ def uncaptured() -> Iterator[None]:
         saved = _LAYER
         if saved is not None:
             _LAYER = None  # every wrapper still referenced (from-imports) passes straight through
-            for owner, name, had, orig, _new in reversed(_PATCHES):
-                if had:
-                    setattr(owner, name, orig)
-                else:
-                    delattr(owner, name)
+            _take_out(_PATCHES)
     try:
         yield
     finally:
         if saved is not None:
             with _PATCH_LOCK:
-                for owner, name, _had, _orig, new in _PATCHES:
-                    setattr(owner, name, new)
+                _put_back(_PATCHES)
                 _LAYER = saved
 
 
@@ -436,18 +447,13 @@ def unpatched(owner: Any) -> Iterator[bool]:
         swap = bool(mine) and id(owner) not in _UNPATCHED and threading.active_count() == 1
         if swap:
             _UNPATCHED.add(id(owner))
-            for _owner, name, had, orig, _new in reversed(mine):
-                if had:
-                    setattr(owner, name, orig)
-                else:
-                    delattr(owner, name)
+            _take_out(mine)
     try:
         yield swap
     finally:
         if swap:
             with _PATCH_LOCK:
-                for _owner, name, _had, _orig, new in mine:
-                    setattr(owner, name, new)
+                _put_back(mine)
                 _UNPATCHED.discard(id(owner))
 
 

@@ -264,8 +264,9 @@ def profile_command(
         bool,
         typer.Option(
             "--no-clock-sweep",
-            help="Skip the clock-sweep pass (ncu again at --clock-control base, which measures how each "
-            "kernel's time follows the SM clock); clock elasticities are then guessed from ncu's counters.",
+            help="Skip the clock sweep (ncu twice more with each kernel's duration and SM clock only, at "
+            "--clock-control none and base: the durations the analysis uses, and how each kernel's time follows "
+            "the SM clock); durations are then the ncu pass's and clock elasticities a guess from its counters.",
         ),
     ] = False,
     shard: Annotated[

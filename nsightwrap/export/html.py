@@ -151,8 +151,8 @@ def _num(v: float | None, fmt: str) -> str:
 def _kernel_table(b: BenchmarkResult) -> str:
     assert b.ncu is not None
     head = [
-        "iter", "kernel", "duration", "SM clock", "cycles", "SM %", "memory %", "clock model", "e",
-        "at base clock", "at ref clock",
+        "iter", "kernel", "duration", "with counters", "SM clock", "cycles", "SM %", "memory %", "clock model",
+        "e", "at base clock", "at ref clock",
     ]  # fmt: skip
     th = "".join(f'<th class="l">{h}</th>' if h in ("kernel", "clock model") else f"<th>{h}</th>" for h in head)
     body = []
@@ -162,7 +162,7 @@ def _kernel_table(b: BenchmarkResult) -> str:
         prev = k.iteration
         body.append(
             f"<tr{cls}><td>{k.iteration}</td><td class='kernel'>{_kernel_cell(k)}</td><td>{f.time_ns(k.duration_ns)}</td>"
-            f"<td>{f.clock_hz(k.sm_clock_hz)}</td><td>{_num(k.cycles, ',.0f')}</td><td>{_num(k.sm_throughput_pct, '.1f')}</td>"
+            f"<td>{esc(f.counters_run(k.counters_duration_ns))}</td><td>{f.clock_hz(k.sm_clock_hz)}</td><td>{_num(k.cycles, ',.0f')}</td><td>{_num(k.sm_throughput_pct, '.1f')}</td>"
             f"<td>{_num(k.memory_throughput_pct, '.1f')}</td><td class='l'>{esc(k.clock_model.value)}</td>"
             f"<td>{esc(f.elasticity(k.elasticity, k.elasticity_source))}</td>"
             f"<td>{esc(f.base_run(k.base_duration_ns, k.base_sm_clock_hz))}</td>"

@@ -67,6 +67,7 @@ def _kernels(b: BenchmarkResult) -> list[str]:
             str(k.iteration),
             md_cell(k.kernel),  # the full name: short names of different kernels can be equal
             f.time_ns(k.duration_ns),
+            f.counters_run(k.counters_duration_ns),
             f.clock_hz(k.sm_clock_hz),
             _num(k.cycles, ",.0f"),
             _num(k.sm_throughput_pct, ".1f"),
@@ -79,8 +80,8 @@ def _kernels(b: BenchmarkResult) -> list[str]:
         for k in b.ncu.kernels
     ]
     head = [
-        "iter", "kernel", "duration", "SM clock", "cycles", "SM %", "memory %", "clock model", "e",
-        "at base clock", "at ref clock",
+        "iter", "kernel", "duration", "with counters", "SM clock", "cycles", "SM %", "memory %", "clock model",
+        "e", "at base clock", "at ref clock",
     ]  # fmt: skip
     return [
         f"<details><summary>{html(f.label(b))}: {len(b.ncu.kernels)} kernels profiled by ncu</summary>",

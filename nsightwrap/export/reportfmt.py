@@ -39,6 +39,14 @@ def base_run(duration_ns: float | None, clock: float | None) -> str:
     return f"{time_ns(duration_ns)} @ {clock_hz(clock)}"
 
 
+def counters_run(duration_ns: float | None) -> str:
+    """The ncu pass's own duration of a kernel whose duration comes from the duration pass (its
+    counters' replay passes can read it longer); ``-`` where there is none."""
+    if duration_ns is None or not math.isfinite(duration_ns):
+        return "-"
+    return time_ns(duration_ns)
+
+
 def ratio(r: float | None) -> str:
     """``1.30x``; ``-`` when there is nothing to compare."""
     return "-" if r is None or not math.isfinite(r) else f"{r:.2f}x"

@@ -45,7 +45,14 @@ from nsightwrap.run.launch import (
     probe,
     run_command,
 )
-from nsightwrap.run.rundir import CLOCK_SWEEP_PASS, Manifest, PassRecord, RunLayout, write_manifest
+from nsightwrap.run.rundir import (
+    CLOCK_SWEEP_PASS,
+    SWEEP_PASSES,
+    Manifest,
+    PassRecord,
+    RunLayout,
+    write_manifest,
+)
 from nsightwrap.run.shards import ShardSpec, owns_nothing, shard_record
 from nsightwrap.run.smisampler import SamplerRecord, SmiSampler
 from nsightwrap.run.tools import (
@@ -567,34 +574,37 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _clock_sweep(prof: Profiler, s: Settings, display: Display) -> None:
-    """The clock-sweep pass after a good ncu pass (nsightwrap.run.clocksweep). It never fails the
-    run: a failure is a warning, recorded in the manifest, and the analysis falls back."""
+    """The clock sweep's two passes after a good ncu pass (nsightwrap.run.clocksweep): the
+    duration pass, then the base pass. They never fail the run: a failure is a warning, recorded
+    in the manifest, and the analysis falls back."""
     ncu = prof.records.get(PASS_NCU)
-    if not s.clock_sweep:
-        prof.records[CLOCK_SWEEP_PASS] = PassRecord(CLOCK_SWEEP_PASS, "skipped", message="--no-clock-sweep")
-        return
-    if ncu is None or ncu.status != "ok" or prof.interrupted:
-        why = "interrupted" if prof.interrupted else "the ncu pass did not succeed"
-        prof.records[CLOCK_SWEEP_PASS] = PassRecord(CLOCK_SWEEP_PASS, "skipped", message=why)
-        return
-    deadline = None if s.timeout_s is None else time.monotonic() + s.timeout_s
-    with display.pass_running(CLOCK_SWEEP_PASS, "ncu --clock-control base " + shlex.join(s.argv)):
-        rec, warning = run_clock_sweep(
-            prof, list(ncu.commands[0].argv), s.ncu_iters, prof._target_env(), deadline
-        )
-    prof.records[CLOCK_SWEEP_PASS] = rec
-    display.done(rec)
-    if warning:
-        display.warn(warning)
+    for name in SWEEP_PASSES:
+        if not s.clock_sweep:
+            prof.records[name] = PassRecord(name, "skipped", message="--no-clock-sweep")
+            continue
+        if ncu is None or ncu.status != "ok" or prof.interrupted:
+            why = "interrupted" if prof.interrupted else "the ncu pass did not succeed"
+            prof.records[name] = PassRecord(name, "skipped", message=why)
+            continue
+        deadline = None if s.timeout_s is None else time.monotonic() + s.timeout_s
+        clock = "base" if name == CLOCK_SWEEP_PASS else "none"
+        with display.pass_running(name, f"ncu --clock-control {clock} (duration, SM clock) " + shlex.join(s.argv)):
+            rec, warning = run_clock_sweep(
+                prof, list(ncu.commands[0].argv), s.ncu_iters, prof._target_env(), deadline, name
+            )
+        prof.records[name] = rec
+        display.done(rec)
+        if warning:
+            display.warn(warning)
 
 
 def _pass_order(passes: tuple[str, ...], records: dict[str, PassRecord]) -> list[str]:
-    """The manifest's pass order: the requested passes, the clock sweep right after ncu."""
+    """The manifest's pass order: the requested passes, the clock sweep's right after ncu."""
     order = []
     for name in passes:
         order.append(name)
-        if name == PASS_NCU and CLOCK_SWEEP_PASS in records:
-            order.append(CLOCK_SWEEP_PASS)
+        if name == PASS_NCU:
+            order += [p for p in SWEEP_PASSES if p in records]
     return order
 
 

@@ -25,6 +25,12 @@ MANIFEST_NAME = "manifest.json"
 #: The clock-sweep pass (the ncu pass again at ``--clock-control base``): its manifest name and
 #: directory; the target runs in it as under the ncu pass (NSIGHTWRAP_PASS=ncu).
 CLOCK_SWEEP_PASS = "ncu-base"
+#: The duration pass (the ncu pass again at ``--clock-control none`` with the duration and the SM
+#: clock only): its manifest name and directory. Its durations are the ones the analysis uses: the
+#: ncu pass's many counters take 12 replay passes, which read some kernels several % longer.
+DURATION_PASS = "ncu-duration"
+#: The clock sweep's two passes, in the order they run (right after the ncu pass).
+SWEEP_PASSES = (DURATION_PASS, CLOCK_SWEEP_PASS)
 #: ``format`` of the manifest of a run merged from shards (``nsightwrap merge``, ``--gpus``;
 #: written and read by nsightwrap.run.merge, documented in docs/cluster.md).
 MERGED_FORMAT = "nsightwrap-merged"
@@ -87,6 +93,22 @@ class RunLayout:
     @property
     def ncu_base_report(self) -> Path:
         return _plain_or_gz(self.pass_dir(CLOCK_SWEEP_PASS) / "report.ncu-rep")
+
+    @property
+    def ncu_duration_report_base(self) -> Path:
+        """The duration pass's report (ncu at ``--clock-control none``, two metrics), without suffix."""
+        return self.pass_dir(DURATION_PASS) / "report"
+
+    @property
+    def ncu_duration_report(self) -> Path:
+        return _plain_or_gz(self.pass_dir(DURATION_PASS) / "report.ncu-rep")
+
+    def sweep_report_base(self, name: str) -> Path:
+        """Report path (without suffix) of one of the clock sweep's passes (``SWEEP_PASSES``)."""
+        return self.ncu_duration_report_base if name == DURATION_PASS else self.ncu_base_report_base
+
+    def sweep_report(self, name: str) -> Path:
+        return self.ncu_duration_report if name == DURATION_PASS else self.ncu_base_report
 
     @property
     def nsys_report_base(self) -> Path:
