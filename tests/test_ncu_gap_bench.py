@@ -71,3 +71,23 @@ def test_unknown_kernel_is_one_clear_line() -> None:
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert out.returncode != 0
     assert out.stderr.strip().splitlines()[-1].startswith("unknown kernel(s) nope; choose from add_4k")
+
+
+def test_recorded_gemm_study_backs_what_the_docs_say(gap) -> None:
+    """docs/ncu-gap-gemm.json.gz (an H200, 2026-12-02): on the square GEMM the events less the
+    empty window read about 1.1 us over ncu's duration alone and CUPTI about 0.9 us under it;
+    holds, idling and a larger flush move the in-process readings by at most 0.2 us; no hold at
+    all makes the kernel itself faster in-process (CUPTI), not under ncu."""
+    rows = gap.gap_rows(gap.load(ROOT / "docs" / "ncu-gap-gemm.json.gz"))
+    t = _row(rows, "mm_square", "timer")
+    assert 900 < t["events_ns"] - t["ncu_dur_ns"] < 1300
+    assert 700 < t["ncu_dur_ns"] - t["kernel_ns"] < 1100
+    for cond in ("flush8x", "hold1ms", "idle1ms", "idle20ms"):
+        r = _row(rows, "mm_square", cond)
+        assert abs(r["events_ns"] - t["events_ns"]) < 200 and abs(r["kernel_ns"] - t["kernel_ns"]) < 200, cond
+        assert abs(r["ncu_dur_ns"] - t["ncu_dur_ns"]) < 1100, cond
+    for kernel, faster in (("mm_square", 3000), ("attention", 2000)):
+        no, held = _row(rows, kernel, "nohold"), _row(rows, kernel, "timer")
+        assert held["kernel_ns"] - no["kernel_ns"] > faster, kernel
+    ncu = [_row(rows, "mm_square", c)["ncu_dur_ns"] for c in ("timer", "flush8x", "hold1ms", "idle1ms", "idle20ms")]
+    assert min(ncu) <= _row(rows, "mm_square", "nohold")["ncu_dur_ns"] <= max(ncu)
