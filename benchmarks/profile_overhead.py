@@ -1,12 +1,13 @@
-"""Wall time of ``nsightwrap profile`` against the same three tool runs made by hand.
+"""Wall time of ``nsightwrap profile`` against the same tool runs made by hand.
 
     python benchmarks/profile_overhead.py [--repeat N] SCRIPT [ARGS...]
 
 By hand means: the plain run, ``ncu``, ``ncu`` twice more with the duration and SM clock only
 (the clock sweep: the duration pass at ``--clock-control none``, the base pass at
-``--clock-control base``) and ``nsys profile`` + ``nsys export`` with exactly the argv nsightwrap builds, one after the other, nothing else (no version probes, no nvidia-smi, no
-clock sampler, no analysis). nsightwrap runs with ``--no-analyze --quiet``. The two are
-alternated; the medians and their ratio are printed (target: ratio <= 1.25).
+``--clock-control base``) and ``nsys profile`` + ``nsys export``, with exactly the argv
+nsightwrap builds, one after the other, nothing else (no version probes, no nvidia-smi, no clock
+sampler, no analysis). nsightwrap runs with ``--no-analyze --quiet``. The two are alternated;
+the medians and their ratio are printed (target: ratio <= 1.25).
 
 ``--zero-change`` is for a script that does not use nsightwrap (its own do_bench / CUDA events /
 torch.utils.benchmark): there, by hand, no range tells ncu which kernels to profile, so the
