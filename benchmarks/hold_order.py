@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timer_accuracy import KERNELS, make_kernel, reference_loop  # noqa: E402
+from timer_accuracy import KERNELS, make_kernel, reference_loop, round_line  # noqa: E402
 
 VARIANTS = ("hold, flush", "flush, hold", "flush, 1 ms hold")
 
@@ -85,8 +85,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             if ref is not None:
                 row["reference loop"] = {"median_ns": ref.ref_us(fn, n=100) * 1e3}
             rec["rounds"].append(row)
-            print(f"{name} round {r}: " + ", ".join(f"{k} {v['median_ns'] / 1e3:.3f}" for k, v in row.items()),
-                  file=sys.stderr)  # fmt: skip
+            print(round_line(name, r, row), file=sys.stderr)
         out["kernels"][name] = rec
         del fn
         torch.cuda.empty_cache()

@@ -210,6 +210,11 @@ def triton_do_bench(fn: Callable[[], Any], quick: bool) -> float:
     return float(triton.testing.do_bench(fn, warmup=warm, rep=rep, return_mode="median")) * 1e6
 
 
+def round_line(name: str, r: int, row: dict[str, Any]) -> str:
+    """Progress line of one study round: each variant's ``median_ns`` in us (hold_order, window_study)."""
+    return f"{name} round {r}: " + ", ".join(f"{k} {v['median_ns'] / 1e3:.3f}" for k, v in row.items())
+
+
 def reference_loop() -> Any:
     """The reference loop module (``.ref/reference_loop.py`` in the checkout), or None."""
     path = ROOT / ".ref" / "reference_loop.py"

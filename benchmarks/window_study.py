@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timer_accuracy import KERNELS, make_kernel, reference_loop  # noqa: E402
+from timer_accuracy import KERNELS, make_kernel, reference_loop, round_line  # noqa: E402
 
 #: Each variant's commands before the start event (``twin``: the kernel on other inputs) and
 #: whether the stamp kernel follows the end event.
@@ -139,8 +139,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             if ref is not None:
                 row["reference loop"] = {"median_ns": ref.ref_us(fn, n=100) * 1e3}
             rec["rounds"].append(row)
-            print(f"{name} round {r}: " + ", ".join(f"{k} {v['median_ns'] / 1e3:.3f}" for k, v in row.items()),
-                  file=sys.stderr)  # fmt: skip
+            print(round_line(name, r, row), file=sys.stderr)
         out["kernels"][name] = rec
         del fn, twin
         torch.cuda.empty_cache()

@@ -217,13 +217,9 @@ def test_only_times_the_kernels_named(tmp_path: Path) -> None:
 
 
 def _bench_module():
-    import importlib.util
+    from bench_modules import load_benchmark
 
-    spec = importlib.util.spec_from_file_location("capture_overhead", BENCH)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("capture_overhead")
 
 
 def test_split_modes_finds_two_modes_and_only_two_modes() -> None:

@@ -6,7 +6,6 @@ test evaluates them on the CPU.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,9 @@ AA = ROOT / "fixtures" / "aa"
 
 
 def _evaluate(folder: Path) -> dict[str, Any]:
-    spec = importlib.util.spec_from_file_location(
-        "compare_false_alarm", ROOT / "benchmarks" / "compare_false_alarm.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.evaluate(folder, None, "timer")  # type: ignore[no-any-return]
+    from bench_modules import load_benchmark
+
+    return load_benchmark("compare_false_alarm").evaluate(folder, None, "timer")  # type: ignore[no-any-return]
 
 
 @pytest.mark.skipif(not (AA / "aa-00").is_dir(), reason="fixtures/aa not collected yet (needs the GPU run)")

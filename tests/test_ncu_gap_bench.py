@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from bench_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDY = ROOT / "docs" / "ncu-gap.json.gz"
@@ -15,11 +15,7 @@ STUDY = ROOT / "docs" / "ncu-gap.json.gz"
 
 @pytest.fixture(scope="module")
 def gap():
-    spec = importlib.util.spec_from_file_location("ncu_gap", ROOT / "benchmarks" / "ncu_gap.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("ncu_gap")
 
 
 def _row(rows, kernel, cond):

@@ -228,14 +228,9 @@ def test_import_does_not_import_torch() -> None:
 
 
 def _accuracy_module():
-    import importlib.util
+    from bench_modules import load_benchmark
 
-    spec = importlib.util.spec_from_file_location("timer_accuracy", ROOT / "benchmarks" / "timer_accuracy.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["timer_accuracy"] = mod  # its dataclasses resolve their annotations through it
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("timer_accuracy")
 
 
 def _accuracy_plain(timer_ns: float, ref: float, nv: float, dbc: float, tri: float, naive: float,
@@ -450,3 +445,9 @@ def test_accuracy_script_help_runs_without_gpu() -> None:
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert out.returncode == 0 and "--ncu-iters" in out.stdout
+
+
+def test_study_round_line_prints_each_variants_median_in_us() -> None:
+    ta = _accuracy_module()
+    row = {"timer": {"median_ns": 2304.0, "empty_ns": 1280.0}, "no stamps": {"median_ns": 2240.0}}
+    assert ta.round_line("add_4k", 3, row) == "add_4k round 3: timer 2.304, no stamps 2.240"

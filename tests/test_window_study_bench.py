@@ -3,13 +3,13 @@ and the claims docs/timer.md makes from it."""
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from bench_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDY = ROOT / "docs" / "window-study.json.gz"
@@ -17,11 +17,7 @@ STUDY = ROOT / "docs" / "window-study.json.gz"
 
 @pytest.fixture(scope="module")
 def study():
-    spec = importlib.util.spec_from_file_location("window_study", ROOT / "benchmarks" / "window_study.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("window_study")
 
 
 def _median_us(doc, kernel: str, variant: str) -> float:
