@@ -368,6 +368,19 @@ def test_real_h200_run_with_its_clock_sweep() -> None:
     t = by["mm_square"].timer
     assert t is not None and t.kernel_ns is not None and t.sample_clock_source == "stamps"
     assert any(n.startswith("events ") and "(CUPTI), ncu " in n for n in by["add_4k"].notes)
+    # cuBLAS's cooperative GEMM makes a memset in every call (this run's sidecar counts it): the
+    # note says so beside CUPTI's kernel time; the add makes none
+    kt = t.method["kernel_time"]
+    assert kt["copies_per_call"] == 1 and 300 < kt["copy_ns_per_call"] < 2000
+    copy_us = f"{kt['copy_ns_per_call'] / 1e3:.2f} us"
+    assert any(n.startswith("events ") and f" + 1 memcpy/memset {copy_us} (CUPTI), ncu " in n for n in by["mm_square"].notes)
+    assert not any("memcpy/memset" in n for n in by["add_4k"].notes)
+    # with no nsys pass, the decomposition takes the memset's time from that CUPTI reading
+    gap = by["mm_square"].gap
+    assert gap is not None
+    (nk,) = [p for p in gap.parts if p.cause == "non_kernel_work"]
+    assert nk.ns == pytest.approx(kt["copy_ns_per_call"], abs=0.125) and "plain pass (CUPTI)" in nk.message
+    assert not any(p.cause == "non_kernel_work" for p in by["add_4k"].gap.parts)  # type: ignore[union-attr]
     doc = report_to_dict(result)
     k0 = doc["benchmarks"][0]["ncu"]["kernels"][0]
     assert {"elasticity", "elasticity_source", "base_duration_ns", "base_sm_clock_hz", "duration_ns", "sm_clock_hz",

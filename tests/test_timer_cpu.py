@@ -293,6 +293,46 @@ def test_accuracy_table_from_h200_figures() -> None:
     assert not slow["near_reference"] and "behind the reference loop" in acc.markdown_table([slow])
 
 
+def test_a_calls_memset_joins_ncus_kernels_in_the_reference() -> None:
+    """cuBLAS makes a 4-byte memset before its cooperative GEMM kernel: the event windows hold it,
+    ncu profiles kernels only. The reference is ncu's kernels plus the memset's CUPTI time (per
+    call, median over the rounds); the clock carries the kernels alone; the verdicts against ncu's
+    kernels alone are kept and printed beside."""
+    acc = _accuracy_module()
+    none = [{"nvtx_path": f"nsightwrap:mm_square/iter{i}", "duration_ns": 178_000.0, "sm_clock_hz": 1.58e9,
+             "sm_throughput_pct": 90.0, "dram_throughput_pct": 30.0} for i in range(3)]  # fmt: skip
+    base = [{"nvtx_path": f"nsightwrap:mm_square/iter{i}", "duration_ns": 178_000.0 * 1.58 / 1.27,
+             "sm_clock_hz": 1.27e9} for i in range(3)]  # fmt: skip
+    # the timer 178.94 us, do_bench 177.38 us: the old verdict (ncu's kernels alone) favours do_bench
+    kern = _accuracy_plain(178_940.0, 178_660.0, 181_200.0, 176_420.0, 177_380.0, 182_260.0, clock=1.58e9)
+    for i, rec in enumerate(kern["rounds"]):
+        rec["timer"]["method"] = dict(rec["timer"]["method"], kernel_time={
+            "copies_per_call": 1.0, "copy_ns_per_call": 900.0 + 50.0 * i})  # fmt: skip
+    plain = {"kernels": {"mm_square": {"rounds": kern["rounds"]}},
+             "nvbench": {"mm_square": {"rounds_ns": kern["nvbench_ns"], "clock_hz": [1.58e9] * 3}}}  # fmt: skip
+    (mm,) = acc.build_rows(plain, acc.ncu_refs(none), acc.ncu_refs(base))
+    assert mm["copies_per_call"] == 1.0 and mm["non_kernel_ns"] == 950.0
+    assert mm["ncu_kernels_ns"] == 178_000.0 and mm["ncu_ns"] == 178_950.0
+    assert mm["matched_ns"] == pytest.approx(178_000.0 + 950.0)  # same clock: nothing to carry
+    assert mm["timer_err_pct"] == pytest.approx((178_940 / 178_950 - 1) * 100)
+    assert mm["beats_peers"] and not mm["kernels_beats_peers"]
+    assert mm["timer_kernels_err_pct"] == pytest.approx((178_940 / 178_000 - 1) * 100)
+    table = acc.markdown_table([mm])
+    assert "| mm_square | 178.95 (178.00 + 0.95 memcpy/memset) | 178.94 (-0.0) |" in table
+    text = acc.render("Run.", plain, {}, [mm])
+    assert "The calls of mm_square (1 per call, 0.95 us) made a memcpy/memset" in text
+    kernels_only = text.split("Against ncu's kernels alone, as measured:", 1)[1]
+    assert "triton do_bench: 0 of 1 (missed: mm_square)" in kernels_only.split("\n\n")[1]
+    # CUPTI's side of the kernel-time table counts the memset too
+    row = dict(mm, kernel_ns=176_580.0)
+    assert "| mm_square | 176.58 + 0.95 memcpy/memset | +1.41 |" in acc.kernel_time_table([row])
+    # a run that only counted the copies (no durations) keeps ncu's kernels as the reference
+    for rec in kern["rounds"]:
+        rec["timer"]["method"]["kernel_time"] = {"copies_per_call": 1.0}
+    (old,) = acc.build_rows(plain, acc.ncu_refs(none), acc.ncu_refs(base))
+    assert old["non_kernel_ns"] is None and old["ncu_ns"] == 178_000.0 and not old["beats_peers"]
+
+
 def test_tables_are_made_again_from_a_saved_run(tmp_path) -> None:
     acc = _accuracy_module()
     none = [{"nvtx_path": f"nsightwrap:add_4k/iter{i}", "duration_ns": 2200.0, "sm_clock_hz": 1.94e9,

@@ -241,6 +241,30 @@ def test_cupti_kernel_time_beside_the_event_time() -> None:
     assert off.kernel_ns is None and off.method["kernel_time"] == "off (kernel_time=False)"
 
 
+def test_cupti_reading_counts_the_calls_copy_apart_from_its_kernel() -> None:
+    """A call that copies device to device (a memcpy: no kernel, so ncu never sees it) and adds:
+    the kernel time is the add's alone, and the copy's own time is kept beside it."""
+    import torch
+
+    import nsightwrap as nw
+
+    a = torch.randn(1 << 20, device="cuda")
+    src, dst = torch.randn(1 << 20, device="cuda"), torch.empty(1 << 20, device="cuda")
+
+    def fn() -> None:
+        dst.copy_(src)  # cudaMemcpyAsync, device to device
+        torch.add(a, a)
+
+    r = nw.bench(fn, name="copy_then_add", min_samples=30, budget_s=0.4)
+    kt = r.method["kernel_time"]
+    assert isinstance(kt, dict) and r.kernel_ns is not None, kt
+    print(f"events {r.median_ns / 1e3:.2f} us, kernel {r.kernel_ns / 1e3:.2f} us, copy {kt['copy_ns_per_call'] / 1e3:.2f} us")
+    assert kt["kernels_per_call"] == 1 and kt["copies_per_call"] == 1
+    assert 0 < kt["copy_ns_per_call"] < r.median_ns
+    assert r.kernel_ns + kt["copy_ns_per_call"] < r.median_ns + r.method["overhead_ns"]  # both inside the window
+    assert "+ 1 memcpy/memset" in str(r)
+
+
 def test_fn_that_synchronizes_ends_with_a_reason() -> None:
     import torch
 

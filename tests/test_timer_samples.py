@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -110,6 +111,7 @@ def test_kernels_between_each_calls_two_stamps_are_that_call() -> None:
     assert got is not None
     assert got.kernel_ns == pytest.approx((1200.0, 14_500.0))
     assert got.kernels == (1, 2) and got.copies == (0, 1)
+    assert got.copy_ns == pytest.approx((0.0, 1000.0))  # the memcpy's own time, apart from the kernels
     assert split_calls(ops, 3) is None  # fewer stamps than calls: no attribution
 
 
@@ -134,6 +136,18 @@ def test_result_text_shows_kernel_time_throttled_samples_and_reasons() -> None:
     assert "2 samples left out (SM clock under 1.49 GHz)" in text
     assert text.endswith("[throttled_samples_left_out, precision_not_reached]")
     assert _result().median_ns == pytest.approx(2302.5)  # the left-out samples are not in it
+
+
+def test_result_text_shows_the_calls_memset_beside_the_kernel_time() -> None:
+    """A call that makes a memset (cuBLAS before its cooperative GEMMs) says so: the event window
+    holds it and ncu never shows it."""
+    r = _result()
+    with_copy = replace(r, method={**r.method, "kernel_time": {"copies_per_call": 1.0, "copy_ns_per_call": 950.0}})
+    assert "kernel 1.22 us + 1 memcpy/memset 950 ns (CUPTI)" in str(with_copy)
+    older = replace(r, method={**r.method, "kernel_time": {"copies_per_call": 1.0}})  # count, no duration
+    assert "kernel 1.22 us + 1 memcpy/memset (CUPTI)" in str(older)
+    none = replace(r, method={**r.method, "kernel_time": {"copies_per_call": 0.0, "copy_ns_per_call": 0.0}})
+    assert "kernel 1.22 us (CUPTI)" in str(none)
 
 
 def test_sidecar_keeps_the_new_fields(tmp_path) -> None:

@@ -53,6 +53,7 @@ from nsightwrap.analysis.model import (
     TimerStats,
 )
 from nsightwrap.core import intervals
+from nsightwrap.core.contract import kernel_time_copies
 
 #: Values are multiples of 1/QUANTUM ns: sums of such values are exact in binary floating point.
 QUANTUM = 8.0
@@ -990,6 +991,14 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
             " (ncu saw no kernel at all)" if not has_kernels else ""
         )
         parts.append(_part("non_kernel_work", nk, ev, msg, inp))
+    elif nsys is None and (cupti := kernel_time_copies(m)) is not None and cupti[1]:
+        # No nsys pass: the timer's own CUPTI reading of a few calls counted the copies apart from
+        # the kernels (cuBLAS's 4-byte memset before a cooperative GEMM kernel, for instance).
+        n_copies, copy_ns = cupti[0], float(cupti[1])
+        ev = {"non_kernel_ns": copy_ns, "copies_per_call": n_copies, "measured": "plain pass (CUPTI)",
+              "ncu_kernels_per_iteration": max(ncu.kernels_per_iteration, default=0)}  # fmt: skip
+        msg = f"{n_copies:g} memcpy/memset per call took {_us(copy_ns)} in the plain pass (CUPTI), which ncu cannot see"
+        parts.append(_part("non_kernel_work", copy_ns, ev, msg, inp))
 
     # 7. work the timing missed
     t_pass = inp.nsys_timer_ns if inp.nsys_timer_ns is not None else t

@@ -37,7 +37,7 @@ from nsightwrap.analysis.model import (
     TimerStats,
     Verdict,
 )
-from nsightwrap.core.contract import ITER_PREFIX
+from nsightwrap.core.contract import ITER_PREFIX, kernel_time_copies
 
 #: Clocks closer than this (relative) are "the same clock": NVML reports 15 MHz steps.
 CLOCK_SAME = 0.02
@@ -437,7 +437,16 @@ def reconcile(
     if timer is not None and timer.kernel_ns is not None:
         # The three readings of one call side by side: CUDA events (window), CUPTI (kernels only), ncu.
         ncu_part = f", ncu {_us(ncu.median_ns)}" if ncu is not None and ncu.median_ns else ""
-        notes.append(f"events {_us(timer.median_ns)}, kernel {_us(timer.kernel_ns)} (CUPTI){ncu_part} per call")
+        copies = kernel_time_copies(timer.method)
+        # A memcpy/memset of the call is in the event window and never in ncu's kernels.
+        copy_part = (
+            f" + {copies[0]:g} memcpy/memset" + (f" {_us(copies[1])}" if copies[1] is not None else "")
+            if copies is not None
+            else ""
+        )
+        notes.append(
+            f"events {_us(timer.median_ns)}, kernel {_us(timer.kernel_ns)}{copy_part} (CUPTI){ncu_part} per call"
+        )
     if timer is not None and timer.throttled:
         thr = f" under {_ghz(timer.throttle_threshold_hz)}" if timer.throttle_threshold_hz else ""
         notes.append(

@@ -6,6 +6,9 @@ these environment variables, where the run directory is and which pass is runnin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 #: Absolute path of the run directory of the current ``nsightwrap profile`` run.
 ENV_RUN_DIR = "NSIGHTWRAP_RUN_DIR"
 #: The pass now running: one of PASSES.
@@ -120,3 +123,17 @@ def ncu_nvtx_filter(domain: str | None, names: list[str] | tuple[str, ...], kind
     if kind == "startend":
         return head + (names[-1] if names else "")
     return head + "".join(f"{n}/" for n in names)
+
+
+def kernel_time_copies(method: Mapping[str, Any]) -> tuple[float, float | None] | None:
+    """The memcpy/memset of one call in a sidecar entry's ``method.kernel_time`` (the timer's
+    CUPTI reading): (copies per call, their duration in ns per call or None where the sidecar
+    predates it); None when the call made none or the reading was off."""
+    kt = method.get("kernel_time")
+    if not isinstance(kt, Mapping):
+        return None
+    count = kt.get("copies_per_call")
+    if not isinstance(count, (int, float)) or not count > 0:
+        return None
+    ns = kt.get("copy_ns_per_call")
+    return float(count), float(ns) if isinstance(ns, (int, float)) else None

@@ -482,13 +482,16 @@ def _kernel_time(
     if got is None:
         method["kernel_time"] = why
         return None
+    copy_ns = tuple(v / k for v in got.copy_ns)
     method["kernel_time"] = {
         "source": "cupti (torch.profiler)",
         "calls": len(got.kernel_ns),
         "kernels_per_call": median_or_none([float(n) for n in got.kernels]),
         "copies_per_call": median_or_none([float(n) for n in got.copies]),
+        # ns per call of fn (a graph replay divided by its calls, as kernel_ns is)
+        "copy_ns_per_call": median_or_none(copy_ns),
     }
-    return KernelCalls(tuple(v / k for v in got.kernel_ns), got.kernels, got.copies)
+    return KernelCalls(tuple(v / k for v in got.kernel_ns), got.kernels, got.copies, copy_ns)
 
 
 def _finish(

@@ -241,7 +241,12 @@ class BenchResult:
         if self.gbps is not None:
             extra.append(f"{self.gbps:.0f} GB/s")
         if self.kernel_ns is not None:
-            extra.append(f"kernel {_fmt_time(self.kernel_ns)} (CUPTI)")
+            copies = contract.kernel_time_copies(self.method)
+            more = ""
+            if copies is not None:  # memcpy/memset: inside the window, invisible to ncu
+                count, ns = copies
+                more = f" + {count:g} memcpy/memset" + (f" {_fmt_time(ns)}" if ns is not None else "")
+            extra.append(f"kernel {_fmt_time(self.kernel_ns)}{more} (CUPTI)")
         if self.sm_clock_hz:
             clk = f"SM {self.sm_clock_hz / 1e9:.2f} GHz"
             if self.throttled:
