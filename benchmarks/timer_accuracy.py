@@ -1044,8 +1044,8 @@ def render(header: str, plain: dict[str, Any], queue: dict[str, Any], rows: Sequ
     return "\n".join(parts) + "\n"
 
 
-def tables_from(path: Path) -> str:
-    """The tables of a saved ``--json`` file (or its ``.gz``), made again (no GPU needed)."""
+def _saved_rows(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A saved ``--json`` file (or its ``.gz``) and its rows, made again from its raw records."""
     import gzip
 
     doc = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
@@ -1056,8 +1056,49 @@ def tables_from(path: Path) -> str:
         ncu_refs(doc.get("ncu_none_profile") or []) or None,
         ncu_refs(doc.get("ncu_none_duration") or []) or None,
     )
+    return doc, rows
+
+
+def tables_from(path: Path) -> str:
+    """The tables of a saved ``--json`` file (or its ``.gz``), made again (no GPU needed)."""
+    doc, rows = _saved_rows(path)
     header = doc.get("header") or f"Timer accuracy (tables made from {path.name})."
     return render(header, doc["plain"], doc.get("queue_study") or {}, rows)
+
+
+#: Target keys of a row, in the order of ``summary_lines``.
+TARGETS = ("meets_target", "near_reference", "beats_peers")
+
+
+def runs_table(paths: Sequence[Path], kernels: Sequence[str] = ("add_4k", "attention", "mm_square")) -> str:
+    """Several saved runs side by side (no GPU needed): each target met on how many kernels (as
+    measured), and for ``kernels`` the timer's error beside the reference loop's and the nearest
+    peer's, so that a verdict that flips from run to run shows as such."""
+    head = ["run", "rounds", "targets 1 / 2 / 3 met", *(f"{k}: nsightwrap / loop / nearest peer %" for k in kernels)]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for path in paths:
+        _, rows = _saved_rows(path)
+        judged = [r for r in rows if "meets_target" in r]
+        met = " / ".join(
+            f"{sum(bool(r[t]) for r in judged)} of {len(judged)}"
+            + (f" ({', '.join(r['kernel'] for r in judged if not r[t])})" if not all(r[t] for r in judged) else "")
+            for t in TARGETS
+        )
+        by = {r["kernel"]: r for r in judged}
+        cells = []
+        for k in kernels:
+            r = by.get(k)
+            if r is None:
+                cells.append("-")
+                continue
+            peer = min((p for p in PEERS if math.isfinite(r[f"{p}_err_pct"])), key=lambda p: abs(r[f"{p}_err_pct"]))
+            cells.append(
+                f"{r['timer_err_pct']:+.1f} / {_cell(r.get('ref_err_pct'), '+.1f')} / "
+                f"{r[f'{peer}_err_pct']:+.1f} ({METHOD_TITLES[peer]})"
+            )
+        rounds = max((int(r.get("rounds") or 0) for r in rows), default=0)
+        lines.append("| " + " | ".join([path.name, str(rounds), met, *cells]) + " |")
+    return "\n".join(lines)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -1084,6 +1125,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--tables-from", type=Path, metavar="JSON", help="print the tables of a saved --json file (no GPU)"
     )
+    ap.add_argument(
+        "--runs", type=Path, nargs="+", metavar="JSON",
+        help="print several saved --json files side by side: the targets met in each (no GPU)",
+    )  # fmt: skip
     ap.add_argument("--child-ncu", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child-nvbench", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -1100,6 +1145,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     if args.tables_from:
         print(tables_from(args.tables_from), end="")
+        return
+    if args.runs:
+        print(runs_table(args.runs))
         return
     if args.child_ncu:
         child_ncu(args.names)
