@@ -1,7 +1,7 @@
 """How close is each way of timing a kernel from Python to Nsight Compute?
 
     python benchmarks/timer_accuracy.py [--out timer-accuracy.md] [--json raw.json] [--only K,...]
-                                        [--rounds 3] [--ncu-iters 3] [--no-ncu] [--quick]
+                                        [--rounds 3] [--ncu-iters 3] [--ref-iters N] [--no-ncu] [--quick]
 
 For nine kernels from ~2 us to ~200 us (bf16 GEMMs large square and skinny, softmax, layer
 norm, flash attention through torch SDPA, a Triton kernel, elementwise add and relu, small and
@@ -17,7 +17,7 @@ large) it measures, in one run and in ``--rounds`` rounds (run-to-run spread):
 
 then re-runs itself four times under ncu, through the timer's iteration filter: at
 ``--clock-control none`` with ``gpu__time_duration.sum`` alone (the reference: its median per
-kernel, ``--ncu-iters`` iterations); at ``none`` and at ``base`` (a lower, locked clock) with the
+kernel, ``--ref-iters`` iterations, ``--ncu-iters`` by default); at ``none`` and at ``base`` (a lower, locked clock) with the
 duration and ``sm__cycles_elapsed.avg.per_second`` (one replay pass each), which give ncu's SM
 clock and each kernel's clock elasticity ``e`` (duration ~ f**-e); and at ``none`` with the
 metrics of ``nsightwrap profile``'s ncu pass (12 replay passes; shown beside the reference, not
@@ -1071,14 +1071,22 @@ TARGETS = ("meets_target", "near_reference", "beats_peers")
 
 
 def runs_table(paths: Sequence[Path], kernels: Sequence[str] = ("add_4k", "attention", "mm_square")) -> str:
-    """Several saved runs side by side (no GPU needed): each target met on how many kernels (as
-    measured), and for ``kernels`` the timer's error beside the reference loop's and the nearest
+    """Several saved runs side by side (no GPU needed): ncu's iterations in the reference run, each
+    target met on how many kernels (as measured), and for ``kernels`` the timer's error beside the reference loop's and the nearest
     peer's, so that a verdict that flips from run to run shows as such."""
-    head = ["run", "rounds", "targets 1 / 2 / 3 met", *(f"{k}: nsightwrap / loop / nearest peer %" for k in kernels)]
+    head = [
+        "run",
+        "rounds",
+        "ncu iterations (reference)",
+        "targets 1 / 2 / 3 met",
+        *(f"{k}: nsightwrap / loop / nearest peer %" for k in kernels),
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for path in paths:
-        _, rows = _saved_rows(path)
+        doc, rows = _saved_rows(path)
         judged = [r for r in rows if "meets_target" in r]
+        ref = ncu_refs(doc.get("ncu_none_duration") or doc.get("ncu_none") or [])
+        iters = max((len(v.iterations_ns) for v in ref.values()), default=0)
         met = " / ".join(
             f"{sum(bool(r[t]) for r in judged)} of {len(judged)}"
             + (f" ({', '.join(r['kernel'] for r in judged if not r[t])})" if not all(r[t] for r in judged) else "")
@@ -1097,7 +1105,7 @@ def runs_table(paths: Sequence[Path], kernels: Sequence[str] = ("add_4k", "atten
                 f"{r[f'{peer}_err_pct']:+.1f} ({METHOD_TITLES[peer]})"
             )
         rounds = max((int(r.get("rounds") or 0) for r in rows), default=0)
-        lines.append("| " + " | ".join([path.name, str(rounds), met, *cells]) + " |")
+        lines.append("| " + " | ".join([path.name, str(rounds), str(iters), met, *cells]) + " |")
     return "\n".join(lines)
 
 
@@ -1114,6 +1122,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--only", default="", help=f"comma-separated kernels (default all: {', '.join(KERNELS)})")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of every method (run-to-run spread)")
     ap.add_argument("--ncu-iters", type=int, default=3, help="profiled iterations per kernel under ncu")
+    ap.add_argument("--ref-iters", type=int, default=None,
+                    help="iterations of the reference run (the duration alone; default --ncu-iters): its median "
+                    "is what every error is taken against, and 30 iterations of a 2 us kernel spread over a third "
+                    "of their median")  # fmt: skip
     ap.add_argument("--profile-iters", type=int, default=5,
                     help="at most this many in the run with the profile's metrics (each costs 12 replay passes)")  # fmt: skip
     ap.add_argument("--no-ncu", action="store_true", help="skip the ncu reference (no errors then)")
@@ -1138,6 +1150,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         ap.error(f"unknown kernel(s) {', '.join(unknown)}; choose from {', '.join(KERNELS)}")
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
+    if args.ref_iters is None:
+        args.ref_iters = args.ncu_iters
+    if args.ncu_iters < 1 or args.ref_iters < 1:
+        ap.error("--ncu-iters and --ref-iters must be at least 1")
     return args
 
 
@@ -1187,7 +1203,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             keep(plain=plain, queue_study=queue, ncu_none=none_rows, ncu_base=base_rows, partial=True)
             try:
                 duration_rows = run_ncu(
-                    args.names, work, args.ncu_iters, "none", DURATION_METRICS, "_duration"
+                    args.names, work, args.ref_iters, "none", DURATION_METRICS, "_duration"
                 )
             except SystemExit as exc:  # the two-metric run stands in as the reference: say so
                 print(f"ncu with the duration alone failed: {exc}", file=sys.stderr)
@@ -1215,7 +1231,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"Timer accuracy on {torch.cuda.get_device_name()} (torch {torch.__version__}, "
         f"triton {getattr(triton, '__version__', 'absent')}), {time.strftime('%Y-%m-%d')}, "
         f"{args.rounds} rounds, ncu {args.ncu_iters} iterations per kernel "
-        f"({min(args.ncu_iters, args.profile_iters)} with the profile's metrics)."
+        f"({args.ref_iters} in the reference run, {min(args.ncu_iters, args.profile_iters)} with the profile's metrics)."
     )
     text = render(header, plain, queue, rows)
     print(text)
