@@ -1,5 +1,5 @@
-"""Why an event window reads a 2 us add longer than ncu does (docs/timer-accuracy.md, "The 2 us
-add").
+"""What an event window holds that ncu's duration does not, on adds of 2 us (docs/timer-accuracy.md,
+"The 2 us add").
 
     python3 benchmarks/add_study.py --rounds 3 --json add-study.json > add-study.md
     python3 benchmarks/add_study.py --tables-from docs/add-study.json.gz   # the table again, no GPU
@@ -20,24 +20,15 @@ Needs a GPU, triton and ncu.
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
-import os
-import shutil
-import statistics
 import sys
-import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ncu_gap import Setups  # noqa: E402
-from timer_accuracy import ROOT, ncu_refs, ncu_rows  # noqa: E402
-
-from nsightwrap.core import contract  # noqa: E402
+from ncu_gap import Setups, Study, plain_medians, study_main  # noqa: E402
+from ncu_gap import load as load  # noqa: E402  (a saved run, for --tables-from and the tests)
+from timer_accuracy import ncu_refs  # noqa: E402
 
 #: name -> elements of the add (0: the empty Triton kernel, one program, touches nothing).
 KERNELS = {"null": 0, "add_512": 512, "add_4k": 4096, "add_64k": 65536, "add_1m": 2**20}
@@ -49,7 +40,11 @@ CONDITIONS = {
     "out_clean": "flush, then the output summed: output in L2 and clean, inputs cold",
     "in_warm": "flush, then the same add into another buffer: inputs in L2, output cold",
 }
-NCU_RUNS = {"none": "none", "all": "all"}  # key -> --cache-control
+#: The ncu runs: key -> (--cache-control, metrics); the duration alone in both.
+NCU_RUNS = {
+    "none": ("none", ("gpu__time_duration.sum",)),
+    "all": ("all", ("gpu__time_duration.sum",)),
+}
 
 
 class Add:
@@ -88,129 +83,14 @@ class Add:
         return setups.short_hold
 
 
-def measure_plain(names: Sequence[str], rounds: int, samples: int) -> dict[str, Any]:
-    """Event windows less empty and CUPTI kernel times per kernel, set-up and round."""
-    import torch
-
-    from nsightwrap.timer.gpu import gpu_state, window_ns
-    from nsightwrap.timer.kerneltime import measure_kernel_time
-    from nsightwrap.timer.stamps import Stamps
-
-    gpu = gpu_state()
-    stamps, why = Stamps.load(torch, gpu.device["sm_count"], f"cuda:{gpu.index}", samples)
-    if stamps is None:
-        raise SystemExit(f"the stamp kernel is needed to split CUPTI's calls: {why}")
-    setups = Setups(gpu)
-    s, e = gpu.event(), gpu.event()
-    out: dict[str, Any] = {}
-    conds = list(CONDITIONS)
-    for name in names:
-        k = Add(torch, name)
-        for _ in range(20):
-            k.fn()
-        torch.cuda.synchronize()
-        setups.size_hold(k.fn, stamps)
-        rec: dict[str, Any] = {"short_hold_cycles": setups.short_hold, "rounds": []}
-
-        def one(runner: Callable[[], Any] | None, cond: str, i: int | None, k: Add = k) -> float:
-            hold = k.before(setups, cond)
-            return window_ns(
-                gpu, runner, s, e, hold_cycles=hold, flush=False, stamps=stamps, index=i, nvtx=False
-            )
-
-        for r in range(rounds):
-            row: dict[str, Any] = {}
-            for cond in conds[r % len(conds) :] + conds[: r % len(conds)]:
-                empty = statistics.median(one(None, cond, None) for _ in range(max(10, samples // 3)))
-                raw = [one(k.fn, cond, i) for i in range(samples)]
-
-                def take(j: int, c: str = cond, k: Add = k) -> None:
-                    one(k.fn, c, j)
-
-                got, why_not = measure_kernel_time(torch, take)
-                row[cond] = {
-                    "events_ns": statistics.median(raw) - empty,
-                    "empty_ns": empty,
-                    "kernel_ns": statistics.median(got.kernel_ns) if got else None,
-                    "kernel_why_not": why_not,
-                }
-            rec["rounds"].append(row)
-            print(f"{name} round {r}: " + ", ".join(
-                f"{c} {v['events_ns'] / 1e3:.2f}/{(v['kernel_ns'] or 0) / 1e3:.2f}" for c, v in row.items()),
-                file=sys.stderr)  # fmt: skip
-        out[name] = rec
-    return {"gpu": gpu.device, "kernels": out}
-
-
-def child_ncu(names: Sequence[str], iters: int) -> None:
-    """Under ncu: per kernel and set-up, ``iters`` iterations, each in its own ``iter<i>`` range."""
-    import torch
-
-    from nsightwrap.timer.gpu import DOMAIN, gpu_state
-
-    gpu = gpu_state()
-    setups = Setups(gpu)
-    setups.short_hold = int(50e-6 * gpu.max_sm_hz)  # nothing is timed here: a fixed hold will do
-    for name in names:
-        k = Add(torch, name)
-        k.fn()
-        torch.cuda.synchronize()
-        for cond in CONDITIONS:
-            DOMAIN.push_range(message=f"{name}.{cond}")
-            for i in range(iters):
-                torch.cuda._sleep(k.before(setups, cond))
-                DOMAIN.push_range(message=f"{contract.ITER_PREFIX}{i}")
-                k.fn()
-                DOMAIN.pop_range()
-            torch.cuda.synchronize()
-            DOMAIN.pop_range()
-
-
-def run_ncu(names: Sequence[str], workdir: Path, iters: int, key: str) -> list[dict[str, Any]]:
-    """This script in child mode under ``ncu --clock-control none``, the duration alone."""
-    ncu = shutil.which("ncu")
-    if ncu is None:
-        raise SystemExit("ncu is not on PATH")
-    rep = workdir / f"add_study_{key}"
-    argv = [
-        ncu, "--clock-control", "none", "--cache-control", NCU_RUNS[key], *contract.ncu_iteration_filter(),
-        "--metrics", "gpu__time_duration.sum", "-o", str(rep), "-f",
-        sys.executable, str(Path(__file__).resolve()), "--child-ncu", "--only", ",".join(names),
-        "--ncu-iters", str(iters),
-    ]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k not in (contract.ENV_PASS, contract.ENV_RUN_DIR)}
-    return ncu_rows(argv, env, rep, f"{key} (--cache-control {NCU_RUNS[key]})", timeout=400)
-
-
-# ---------------------------------------------------------------------------------------------
-# Tables (pure Python: tested on CPU over a recorded run)
-
-
-def _med(vals: Sequence[float | None]) -> float | None:
-    good = [v for v in vals if v is not None]
-    return float(statistics.median(good)) if good else None
-
-
 def study_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per kernel and set-up: medians over the rounds (ns) and each ncu run's median."""
     refs = {k: ncu_refs(doc.get(f"ncu_{k}") or []) for k in NCU_RUNS}
-    rows = []
-    for name, rec in doc["plain"]["kernels"].items():
-        for cond in CONDITIONS:
-            per = [r[cond] for r in rec["rounds"] if cond in r]
-            if not per:
-                continue
-            row: dict[str, Any] = {
-                "kernel": name,
-                "condition": cond,
-                "events_ns": _med([p["events_ns"] for p in per]),
-                "empty_ns": _med([p["empty_ns"] for p in per]),
-                "kernel_ns": _med([p["kernel_ns"] for p in per]),
-            }
-            for key in NCU_RUNS:
-                ref = refs[key].get(f"{name}.{cond}")
-                row[f"ncu_{key}_ns"] = ref.duration_ns if ref else None
-            rows.append(row)
+    rows = plain_medians(doc, CONDITIONS)
+    for row in rows:
+        for key in NCU_RUNS:
+            ref = refs[key].get(f"{row['kernel']}.{row['condition']}")
+            row[f"ncu_{key}_ns"] = ref.duration_ns if ref else None
     return rows
 
 
@@ -245,56 +125,29 @@ def render(doc: dict[str, Any]) -> str:
     return "\n".join(head) + "\n\n" + study_table(study_rows(doc))
 
 
-def load(path: Path) -> dict[str, Any]:
-    """A saved ``--json`` run (or its ``.gz``)."""
-    raw = path.read_bytes()
-    return dict(json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw))
+def _prepare(setups: Setups, name: str) -> tuple[Callable[[], Any], Callable[[str], int]]:
+    import torch
+
+    k = Add(torch, name)
+    return k.fn, lambda cond: k.before(setups, cond)
+
+
+STUDY = Study(
+    script=Path(__file__).resolve(),
+    title="2 us add study",
+    kernels=tuple(KERNELS),
+    default_kernels=tuple(KERNELS),
+    conditions=CONDITIONS,
+    ncu_runs=NCU_RUNS,
+    prepare=_prepare,
+    render=render,
+    samples=60,
+    ncu_iters=30,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--samples", type=int, default=60, help="event samples per set-up and round")
-    ap.add_argument("--ncu-iters", type=int, default=30, help="profiled iterations per set-up under ncu")
-    ap.add_argument("--only", default=",".join(KERNELS), help=f"comma-separated, from: {', '.join(KERNELS)}")
-    ap.add_argument("--json", type=Path)
-    ap.add_argument(
-        "--tables-from", type=Path, metavar="JSON", help="print the table of a saved --json (no GPU)"
-    )
-    ap.add_argument("--child-ncu", action="store_true", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    if args.tables_from:
-        print(render(load(args.tables_from)), end="")
-        return
-    names = [n for n in args.only.split(",") if n]
-    unknown = [n for n in names if n not in KERNELS]
-    if unknown:
-        raise SystemExit(f"unknown kernel(s) {', '.join(unknown)}; choose from {', '.join(KERNELS)}")
-    if args.child_ncu:
-        child_ncu(names, args.ncu_iters)
-        return
-    import torch
-
-    doc: dict[str, Any] = {
-        "header": f"2 us add study on {torch.cuda.get_device_name()} (torch {torch.__version__}), "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.rounds} rounds of {args.samples} samples, "
-        f"ncu {args.ncu_iters} iterations per set-up.",
-        "command": " ".join(
-            ["python3", "benchmarks/add_study.py", *(argv if argv is not None else sys.argv[1:])]
-        ),
-    }
-
-    def keep() -> None:
-        if args.json:
-            args.json.write_text(json.dumps(doc, indent=1, default=str))
-
-    doc["plain"] = measure_plain(names, args.rounds, args.samples)
-    keep()
-    with tempfile.TemporaryDirectory(dir=ROOT if os.access(ROOT, os.W_OK) else None) as tmp:
-        for key in NCU_RUNS:
-            doc[f"ncu_{key}"] = run_ncu(names, Path(tmp), args.ncu_iters, key)
-            keep()
-    print(render(doc), end="")
+    study_main(STUDY, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +107,36 @@ class Setups:
         return self.short_hold
 
 
-def measure_plain(names: Sequence[str], rounds: int, samples: int) -> dict[str, Any]:
-    """Event windows less empty and CUPTI kernel times per kernel, condition and round."""
+#: A study's kernel: ``prepare(setups, name)`` -> (the kernel's callable, ``before(cond)`` which
+#: queues set-up ``cond`` and returns the hold in cycles that ends it).
+Prepare = Callable[[Setups, str], tuple[Callable[[], Any], Callable[[str], int]]]
+
+
+def _prepare(setups: Setups, name: str) -> tuple[Callable[[], Any], Callable[[str], int]]:
+    """This study's kernels: those of benchmarks/timer_accuracy.py, set up by ``Setups.before``."""
+    return make_kernel(name)[0], setups.before
+
+
+@dataclass(frozen=True)
+class Study:
+    """A set-up study: each kernel after each set-up, read in this process (events less empty,
+    CUPTI) and in one ncu run per ``ncu_runs`` entry (key -> (``--cache-control``, metrics))."""
+
+    script: Path
+    title: str
+    kernels: Sequence[str]
+    default_kernels: Sequence[str]
+    conditions: Mapping[str, str]
+    ncu_runs: Mapping[str, tuple[str, Sequence[str]]]
+    prepare: Prepare
+    render: Callable[[dict[str, Any]], str]
+    samples: int = 40
+    ncu_iters: int = 5
+
+
+def measure_plain(study: Study, names: Sequence[str], rounds: int, samples: int) -> dict[str, Any]:
+    """Event windows less empty and CUPTI kernel times per kernel, set-up and round (rounds rotate
+    the order of the set-ups)."""
     import torch
 
     from nsightwrap.timer.gpu import gpu_state, window_ns
@@ -121,19 +150,20 @@ def measure_plain(names: Sequence[str], rounds: int, samples: int) -> dict[str, 
     setups = Setups(gpu)
     s, e = gpu.event(), gpu.event()
     out: dict[str, Any] = {}
-    conds = list(CONDITIONS)
+    conds = list(study.conditions)
     for name in names:
-        fn, _, _ = make_kernel(name)
+        fn, before = study.prepare(setups, name)
         for _ in range(20):
             fn()
         torch.cuda.synchronize()
         setups.size_hold(fn, stamps)
         rec: dict[str, Any] = {"short_hold_cycles": setups.short_hold, "rounds": []}
 
-        def one(runner: Callable[[], Any] | None, cond: str, i: int | None) -> float:
-            hold = setups.before(cond)
+        def one(
+            runner: Callable[[], Any] | None, cond: str, i: int | None, before: Callable[[str], int] = before
+        ) -> float:
             return window_ns(
-                gpu, runner, s, e, hold_cycles=hold, flush=False, stamps=stamps, index=i, nvtx=False
+                gpu, runner, s, e, hold_cycles=before(cond), flush=False, stamps=stamps, index=i, nvtx=False
             )
 
         for r in range(rounds):
@@ -141,7 +171,11 @@ def measure_plain(names: Sequence[str], rounds: int, samples: int) -> dict[str, 
             for cond in conds[r % len(conds) :] + conds[: r % len(conds)]:
                 empty = statistics.median(one(None, cond, None) for _ in range(max(10, samples // 3)))
                 raw = [one(fn, cond, i) for i in range(samples)]
-                got, why_not = measure_kernel_time(torch, lambda j, c=cond, f=fn: one(f, c, j) and None)
+
+                def take(j: int, c: str = cond, fn: Callable[[], Any] = fn) -> None:
+                    one(fn, c, j)
+
+                got, why_not = measure_kernel_time(torch, take)
                 row[cond] = {
                     "events_ns": statistics.median(raw) - empty,
                     "empty_ns": empty,
@@ -153,14 +187,14 @@ def measure_plain(names: Sequence[str], rounds: int, samples: int) -> dict[str, 
                 f"{c} {v['events_ns'] / 1e3:.2f}/{(v['kernel_ns'] or 0) / 1e3:.2f}" for c, v in row.items()),
                 file=sys.stderr)  # fmt: skip
         out[name] = rec
-        del fn
+        del fn, before
         torch.cuda.empty_cache()
     return {"gpu": gpu.device, "kernels": out}
 
 
-def child_ncu(names: Sequence[str], iters: int) -> None:
-    """Under ncu: per kernel and condition, ``iters`` iterations, each after its set-up and in
-    its own ``iter<i>`` range (only those kernels are profiled)."""
+def child_ncu(study: Study, names: Sequence[str], iters: int) -> None:
+    """Under ncu: per kernel and set-up, ``iters`` iterations, each after its set-up and in its
+    own ``iter<i>`` range (only those kernels are profiled)."""
     import torch
 
     from nsightwrap.timer.gpu import DOMAIN, gpu_state
@@ -169,13 +203,13 @@ def child_ncu(names: Sequence[str], iters: int) -> None:
     setups = Setups(gpu)
     setups.short_hold = int(50e-6 * gpu.max_sm_hz)  # nothing is timed here: a fixed hold will do
     for name in names:
-        fn, _, _ = make_kernel(name)
+        fn, before = study.prepare(setups, name)
         fn()
         torch.cuda.synchronize()
-        for cond in CONDITIONS:
+        for cond in study.conditions:
             DOMAIN.push_range(message=f"{name}.{cond}")
             for i in range(iters):
-                hold = setups.before(cond)
+                hold = before(cond)
                 if hold:
                     torch.cuda._sleep(hold)
                 DOMAIN.push_range(message=f"{contract.ITER_PREFIX}{i}")
@@ -183,31 +217,86 @@ def child_ncu(names: Sequence[str], iters: int) -> None:
                 DOMAIN.pop_range()
             torch.cuda.synchronize()
             DOMAIN.pop_range()
-        del fn
+        del fn, before
 
 
-def run_ncu(names: Sequence[str], workdir: Path, iters: int, key: str) -> list[dict[str, Any]]:
-    """This script in child mode under ``ncu --clock-control none``, ncu run ``key`` of ``NCU_RUNS``."""
+def run_ncu(study: Study, names: Sequence[str], workdir: Path, iters: int, key: str) -> list[dict[str, Any]]:
+    """The study's script in child mode under ``ncu --clock-control none``, ncu run ``key``."""
     ncu = shutil.which("ncu")
     if ncu is None:
         raise SystemExit("ncu is not on PATH")
-    cache, metrics = NCU_RUNS[key]
-    rep = workdir / f"ncu_gap_{key}"
+    cache, metrics = study.ncu_runs[key]
+    rep = workdir / f"{study.script.stem}_{key}"
     argv = [
         ncu, "--clock-control", "none", "--cache-control", cache, *contract.ncu_iteration_filter(),
         "--metrics", ",".join(metrics), "-o", str(rep), "-f",
-        sys.executable, str(Path(__file__).resolve()), "--child-ncu", "--only", ",".join(names),
+        sys.executable, str(study.script), "--child-ncu", "--only", ",".join(names),
         "--ncu-iters", str(iters),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in (contract.ENV_PASS, contract.ENV_RUN_DIR)}
     return ncu_rows(argv, env, rep, f"{key} (--cache-control {cache})", timeout=400)
 
 
+def study_main(study: Study, doc: str | None, argv: Sequence[str] | None = None) -> None:
+    """The command line of a study: ``--tables-from`` prints a saved run's table; otherwise the
+    in-process readings, then every ncu run, the JSON rewritten after each stage."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--samples", type=int, default=study.samples, help="event samples per set-up and round")
+    ap.add_argument(
+        "--ncu-iters", type=int, default=study.ncu_iters, help="profiled iterations per set-up under ncu"
+    )
+    ap.add_argument(
+        "--only",
+        default=",".join(study.default_kernels),
+        help=f"comma-separated, from: {', '.join(study.kernels)}",
+    )
+    ap.add_argument("--json", type=Path)
+    ap.add_argument(
+        "--tables-from", type=Path, metavar="JSON", help="print the table of a saved --json (no GPU)"
+    )
+    ap.add_argument("--child-ncu", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.tables_from:
+        print(study.render(load(args.tables_from)), end="")
+        return
+    names = [n for n in args.only.split(",") if n]
+    unknown = [n for n in names if n not in study.kernels]
+    if unknown:
+        raise SystemExit(f"unknown kernel(s) {', '.join(unknown)}; choose from {', '.join(study.kernels)}")
+    if args.child_ncu:
+        child_ncu(study, names, args.ncu_iters)
+        return
+    import torch
+
+    out: dict[str, Any] = {
+        "header": f"{study.title} on {torch.cuda.get_device_name()} (torch {torch.__version__}), "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.rounds} rounds of {args.samples} samples, "
+        f"ncu {args.ncu_iters} iterations per set-up.",
+        "command": " ".join(
+            ["python3", f"benchmarks/{study.script.name}", *(argv if argv is not None else sys.argv[1:])]
+        ),
+    }
+
+    def keep() -> None:
+        if args.json:
+            args.json.write_text(json.dumps(out, indent=1, default=str))
+
+    out["plain"] = measure_plain(study, names, args.rounds, args.samples)
+    keep()
+    with tempfile.TemporaryDirectory(dir=ROOT if os.access(ROOT, os.W_OK) else None) as tmp:
+        for key in study.ncu_runs:
+            out[f"ncu_{key}"] = run_ncu(study, names, Path(tmp), args.ncu_iters, key)
+            keep()
+    print(study.render(out), end="")
+
+
 # ---------------------------------------------------------------------------------------------
 # Tables (pure Python: tested on CPU over a recorded run)
 
 
-def _med(vals: Sequence[float | None]) -> float | None:
+def median_of(vals: Sequence[float | None]) -> float | None:
+    """The median of the values that are not None; None when there are none."""
     good = [v for v in vals if v is not None]
     return float(statistics.median(good)) if good else None
 
@@ -218,7 +307,23 @@ def _rows_of(rows: Sequence[dict[str, Any]], bench: str) -> list[dict[str, Any]]
 
 
 def _med_col(rows: Sequence[dict[str, Any]], col: str) -> float | None:
-    return _med([float(r[col]) for r in rows if r.get(col) is not None])
+    return median_of([float(r[col]) for r in rows if r.get(col) is not None])
+
+
+def plain_medians(doc: dict[str, Any], conditions: Iterable[str]) -> list[dict[str, Any]]:
+    """One row per kernel and set-up of a saved study: the in-process readings' medians over the
+    rounds (ns): ``events_ns``, ``empty_ns`` (absent in older runs: None), ``kernel_ns``."""
+    rows = []
+    for name, rec in doc["plain"]["kernels"].items():
+        for cond in conditions:
+            per = [r[cond] for r in rec["rounds"] if cond in r]
+            if per:
+                rows.append({
+                    "kernel": name,
+                    "condition": cond,
+                    **{k: median_of([p.get(k) for p in per]) for k in ("events_ns", "empty_ns", "kernel_ns")},
+                })  # fmt: skip
+    return rows
 
 
 def gap_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -226,28 +331,18 @@ def gap_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     median duration (ns), DRAM bytes read (MB), replay passes and bytes backed up (GB)."""
     runs = [k for k in NCU_RUNS if doc.get(f"ncu_{k}")]
     refs = {k: ncu_refs(doc[f"ncu_{k}"]) for k in runs}
-    rows = []
-    for name, rec in doc["plain"]["kernels"].items():
-        for cond in CONDITIONS:
-            per = [r[cond] for r in rec["rounds"] if cond in r]
-            if not per:
-                continue
-            row: dict[str, Any] = {
-                "kernel": name,
-                "condition": cond,
-                "events_ns": _med([p["events_ns"] for p in per]),
-                "kernel_ns": _med([p["kernel_ns"] for p in per]),
-            }
-            for k in runs:
-                ref = refs[k].get(f"{name}.{cond}")
-                mine = _rows_of(doc[f"ncu_{k}"], f"{name}.{cond}")
-                row[f"ncu_{k}_ns"] = ref.duration_ns if ref else None
-                row[f"ncu_{k}_dram_mb"] = _none_div(_med_col(mine, "dram__bytes_read.sum"), 1e6)
-                row[f"ncu_{k}_passes"] = _med_col(mine, "profiler__replayer_passes")
-                row[f"ncu_{k}_backed_up_gb"] = _none_div(
-                    _med_col(mine, "profiler__replayer_bytes_mem_backed_up.sum"), 1e9
-                )
-            rows.append(row)
+    rows = plain_medians(doc, CONDITIONS)
+    for row in rows:
+        bench = f"{row['kernel']}.{row['condition']}"
+        for k in runs:
+            ref = refs[k].get(bench)
+            mine = _rows_of(doc[f"ncu_{k}"], bench)
+            row[f"ncu_{k}_ns"] = ref.duration_ns if ref else None
+            row[f"ncu_{k}_dram_mb"] = _none_div(_med_col(mine, "dram__bytes_read.sum"), 1e6)
+            row[f"ncu_{k}_passes"] = _med_col(mine, "profiler__replayer_passes")
+            row[f"ncu_{k}_backed_up_gb"] = _none_div(
+                _med_col(mine, "profiler__replayer_bytes_mem_backed_up.sum"), 1e9
+            )
     return rows
 
 
@@ -306,52 +401,20 @@ def load(path: Path) -> dict[str, Any]:
     return dict(json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw))
 
 
+STUDY = Study(
+    script=Path(__file__).resolve(),
+    title="ncu gap study",
+    kernels=tuple(KERNELS),
+    default_kernels=DEFAULT_KERNELS,
+    conditions=CONDITIONS,
+    ncu_runs=NCU_RUNS,
+    prepare=_prepare,
+    render=render,
+)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--samples", type=int, default=40, help="event samples per set-up and round")
-    ap.add_argument("--ncu-iters", type=int, default=5, help="profiled iterations per set-up under ncu")
-    ap.add_argument(
-        "--only", default=",".join(DEFAULT_KERNELS), help=f"comma-separated, from: {', '.join(KERNELS)}"
-    )
-    ap.add_argument("--json", type=Path)
-    ap.add_argument(
-        "--tables-from", type=Path, metavar="JSON", help="print the tables of a saved --json (no GPU)"
-    )
-    ap.add_argument("--child-ncu", action="store_true", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    if args.tables_from:
-        print(render(load(args.tables_from)), end="")
-        return
-    names = [n for n in args.only.split(",") if n]
-    unknown = [n for n in names if n not in KERNELS]
-    if unknown:
-        raise SystemExit(f"unknown kernel(s) {', '.join(unknown)}; choose from {', '.join(KERNELS)}")
-    if args.child_ncu:
-        child_ncu(names, args.ncu_iters)
-        return
-    import torch
-
-    doc: dict[str, Any] = {
-        "header": f"ncu gap study on {torch.cuda.get_device_name()} (torch {torch.__version__}), "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.rounds} rounds of {args.samples} samples, "
-        f"ncu {args.ncu_iters} iterations per set-up.",
-        "command": " ".join(
-            ["python3", "benchmarks/ncu_gap.py", *(argv if argv is not None else sys.argv[1:])]
-        ),
-    }
-
-    def keep() -> None:
-        if args.json:
-            args.json.write_text(json.dumps(doc, indent=1, default=str))
-
-    doc["plain"] = measure_plain(names, args.rounds, args.samples)
-    keep()
-    with tempfile.TemporaryDirectory(dir=ROOT if os.access(ROOT, os.W_OK) else None) as tmp:
-        for key in NCU_RUNS:
-            doc[f"ncu_{key}"] = run_ncu(names, Path(tmp), args.ncu_iters, key)
-            keep()
-    print(render(doc), end="")
+    study_main(STUDY, __doc__, argv)
 
 
 if __name__ == "__main__":
