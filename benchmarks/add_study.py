@@ -53,7 +53,6 @@ class Add:
     def __init__(self, torch: Any, name: str) -> None:
         n = KERNELS[name]
         self.torch = torch
-        self.n = n
         m = max(n, 1)
         self.a, self.b = torch.randn(m, device="cuda"), torch.randn(m, device="cuda")
         self.out, self.other = torch.empty(m, device="cuda"), torch.empty(m, device="cuda")

@@ -17,9 +17,10 @@ large) it measures, in one run and in ``--rounds`` rounds (run-to-run spread):
 
 then re-runs itself four times under ncu, through the timer's iteration filter: at
 ``--clock-control none`` with ``gpu__time_duration.sum`` alone (the reference: its median per
-kernel, ``--ref-iters`` iterations, ``--ncu-iters`` by default); at ``none`` and at ``base`` (a lower, locked clock) with the
-duration and ``sm__cycles_elapsed.avg.per_second`` (one replay pass each), which give ncu's SM
-clock and each kernel's clock elasticity ``e`` (duration ~ f**-e); and at ``none`` with the
+kernel, ``--ref-iters`` iterations, ``--ncu-iters`` by default); at ``none`` and at ``base`` (a
+lower, locked clock) with the duration and ``sm__cycles_elapsed.avg.per_second`` (one replay pass
+each), which give ncu's SM clock and each kernel's clock elasticity ``e`` (duration ~ f**-e); and
+at ``none`` with the
 metrics of ``nsightwrap profile``'s ncu pass (12 replay passes; shown beside the reference, not
 judged). Every method's error is given against the reference as measured and against it carried
 to the timer's measured clock, ``t * (f_ncu / f_timer) ** e``.
@@ -1072,8 +1073,8 @@ TARGETS = ("meets_target", "near_reference", "beats_peers")
 
 def runs_table(paths: Sequence[Path], kernels: Sequence[str] = ("add_4k", "attention", "mm_square")) -> str:
     """Several saved runs side by side (no GPU needed): ncu's iterations in the reference run, each
-    target met on how many kernels (as measured), and for ``kernels`` the timer's error beside the reference loop's and the nearest
-    peer's, so that a verdict that flips from run to run shows as such."""
+    target met on how many kernels (as measured), and for ``kernels`` the timer's error beside the
+    reference loop's and the nearest peer's, so that a verdict that flips from run to run shows."""
     head = [
         "run",
         "rounds",

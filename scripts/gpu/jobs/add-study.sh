@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# GPU job: why an event window reads a 2 us add longer than ncu does (benchmarks/add_study.py;
-# docs/timer-accuracy.md). About 150 s. Runs from the repository root after
+# GPU job: what an event window holds that ncu's duration does not, on adds of 2 us
+# (benchmarks/add_study.py; docs/timer-accuracy.md, "The 2 us add"). About 60 s. Runs from the repository root after
 # `. scripts/gpu/env.sh`; keeps everything under $JOB_OUT. ONLY picks kernels.
 set -x
 OUT=${JOB_OUT:-/tmp/add-study-out}
