@@ -20,9 +20,8 @@ then re-runs itself four times under ncu, through the timer's iteration filter: 
 kernel, ``--ref-iters`` iterations, ``--ncu-iters`` by default); at ``none`` and at ``base`` (a
 lower, locked clock) with the duration and ``sm__cycles_elapsed.avg.per_second`` (one replay pass
 each), which give ncu's SM clock and each kernel's clock elasticity ``e`` (duration ~ f**-e); and
-at ``none`` with the
-metrics of ``nsightwrap profile``'s ncu pass (12 replay passes; shown beside the reference, not
-judged). Every method's error is given against the reference as measured and against it carried
+at ``none`` with the metrics of ``nsightwrap profile``'s ncu pass (12 replay passes; shown beside
+the reference, not judged). Every method's error is given against the reference as measured and against it carried
 to the timer's measured clock, ``t * (f_ncu / f_timer) ** e``.
 A short study of what queued work does to an event window comes with it (``queue_study``).
 
