@@ -15,7 +15,8 @@ the kernel, and the kernel is read in this process and under ncu:
   ``--cache-control all`` (ncu's default) and at ``none``; with the metrics of ``nsightwrap
   profile``'s ncu pass (12 replay passes, device memory backed up around them); and alone.
 
-Rounds rotate the order of the set-ups. Needs a GPU and ncu.
+Rounds rotate the order of the set-ups. Needs a GPU and ncu. The driver of such a study
+(``Study``, ``study_main``) serves benchmarks/add_study.py too.
 """
 
 from __future__ import annotations
