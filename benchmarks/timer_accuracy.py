@@ -229,19 +229,20 @@ def reference_loop() -> Any:
 
 
 def nvbench_cold(
-    kernels: dict[str, Callable[[], Any]], rounds: int, quick: bool, workdir: Path
+    places: Sequence[dict[str, Callable[[], Any]]], rounds: int, quick: bool, workdir: Path
 ) -> dict[str, Any]:
-    """(c) nvbench's cold measurement of every kernel, ``rounds`` times (a ``round`` axis): per
-    kernel the mean GPU time of each round (ns) and nvbench's own SM clock; or an ``error``."""
+    """(c) nvbench's cold measurement of every kernel, ``rounds`` times (a ``round`` axis; round
+    ``r`` on place ``r % len(places)``, as in ``measure_plain``): per kernel the mean GPU time of
+    each round (ns) and nvbench's own SM clock; or an ``error``."""
     try:
         import cuda.bench as bench
         import torch
     except Exception as exc:  # not installed: the column stays empty
         return {"error": f"cuda.bench unavailable ({type(exc).__name__}: {exc})"}
-    names = list(kernels)
+    names = list(places[0])
 
     def run(state: Any) -> None:
-        fn = kernels[state.get_string("kernel")]
+        fn = places[int(state.get_int64("round")) % len(places)][state.get_string("kernel")]
 
         def launch(launch_: Any) -> None:
             # Torch kernels run on nvbench's stream through a torch ExternalStream of it.
@@ -306,20 +307,33 @@ def parse_nvbench_json(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def measure_plain(names: Sequence[str], rounds: int, quick: bool, workdir: Path) -> dict[str, Any]:
-    """Every method for every kernel, ``rounds`` times, in this process."""
+def make_places(
+    names: Sequence[str], places: int
+) -> list[dict[str, tuple[Callable[[], Any], float | None, float | None]]]:
+    """``places`` sets of every kernel, each on buffers of its own (all kept alive, so that no set
+    reuses another's memory): a 2 us kernel's duration depends on where its buffers lie
+    (benchmarks/placement_study.py), so every reading is taken over several places."""
+    return [{n: make_kernel(n) for n in names} for _ in range(max(1, places))]
+
+
+def measure_plain(
+    names: Sequence[str], rounds: int, quick: bool, workdir: Path, places: int = 1
+) -> dict[str, Any]:
+    """Every method for every kernel, ``rounds`` times, in this process; round ``r`` reads the
+    kernels on place ``r % places``."""
     import nsightwrap as nw
 
     ref = reference_loop()
-    fns = {n: make_kernel(n) for n in names}
+    sets = make_places(names, places)
     per: dict[str, dict[str, Any]] = {n: {"rounds": []} for n in names}
     opts: dict[str, Any] = {"budget_s": 0.15 if quick else 0.25, "min_samples": 20, "energy_s": 0.0}
     for r in range(rounds):
+        fns = sets[r % len(sets)]
         for name in names:
             fn, flops, nbytes = fns[name]
             t0 = time.perf_counter()
             res = nw.bench(fn, name=name, flops=flops, bytes=nbytes, **opts)
-            rec: dict[str, Any] = {"timer": res.to_dict()}
+            rec: dict[str, Any] = {"timer": res.to_dict(), "place": r % len(sets)}
             rec["ref_ns"] = ref.ref_us(fn, n=60 if quick else 100) * 1e3 if ref else None
             rec["do_bench_cuda_ns"] = do_bench_cuda(fn, n=20 if quick else 30)
             rec["triton_ns"] = triton_do_bench(fn, quick)
@@ -327,14 +341,16 @@ def measure_plain(names: Sequence[str], rounds: int, quick: bool, workdir: Path)
             rec["wall_s"] = time.perf_counter() - t0
             per[name]["rounds"].append(rec)
             print(f"  round {r} {res}", file=sys.stderr)
-    return {"kernels": per, "reference_loop": ref is not None}
+    return {"kernels": per, "reference_loop": ref is not None, "places": len(sets)}
 
 
-def run_nvbench_child(names: Sequence[str], rounds: int, quick: bool, workdir: Path) -> dict[str, Any]:
+def run_nvbench_child(
+    names: Sequence[str], rounds: int, quick: bool, workdir: Path, places: int = 1
+) -> dict[str, Any]:
     """nvbench in a child process of its own: a crash or a hang there costs its column only."""
     out = workdir / "nvbench_results.json"
     argv = [sys.executable, str(Path(__file__).resolve()), "--child-nvbench", str(out), "--only", ",".join(names),
-            "--rounds", str(rounds), *(["--quick"] if quick else [])]  # fmt: skip
+            "--rounds", str(rounds), "--places", str(places), *(["--quick"] if quick else [])]  # fmt: skip
     t0 = time.perf_counter()
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=90)
@@ -347,10 +363,10 @@ def run_nvbench_child(names: Sequence[str], rounds: int, quick: bool, workdir: P
     return result
 
 
-def child_nvbench(names: Sequence[str], rounds: int, quick: bool, out: Path) -> None:
-    fns = {n: make_kernel(n)[0] for n in names}
+def child_nvbench(names: Sequence[str], rounds: int, quick: bool, out: Path, places: int = 1) -> None:
+    sets = [{n: k[0] for n, k in fns.items()} for fns in make_places(names, places)]
     with tempfile.TemporaryDirectory() as tmp:
-        res = nvbench_cold(fns, rounds, quick, Path(tmp))
+        res = nvbench_cold(sets, rounds, quick, Path(tmp))
     out.write_text(json.dumps(res, default=str))
 
 
@@ -497,18 +513,35 @@ def host_costs(gpu: Any, stamps: Any, fn: Callable[[], Any], n: int = 200) -> di
 # ncu passes
 
 
-def child_ncu(names: Sequence[str]) -> None:
-    """Under ncu: only the timer's profiled iterations (NSIGHTWRAP_PASS=ncu is set by the parent)."""
+#: A kernel read at several places is benchmark ``<kernel>.p<place>`` under ncu (``pool_places``).
+PLACE_TAG = ".p"
+
+
+def child_ncu(names: Sequence[str], places: int = 1) -> None:
+    """Under ncu: only the timer's profiled iterations (NSIGHTWRAP_PASS=ncu and the iterations
+    are set by the parent), spread over ``places`` places of each kernel (``make_places``)."""
     import nsightwrap as nw
 
+    iters = int(os.environ.get(contract.ENV_NCU_ITERS, "3"))
+    if places > 1:
+        os.environ[contract.ENV_NCU_ITERS] = str(max(1, math.ceil(iters / places)))
     for name in names:
-        fn, flops, nbytes = make_kernel(name)
-        nw.bench(fn, name=name, flops=flops, bytes=nbytes)
-        del fn
+        kept = []
+        for p in range(max(1, places)):
+            fn, flops, nbytes = make_kernel(name)
+            kept.append(fn)  # alive until the kernel's last place: each place has memory of its own
+            nw.bench(fn, name=f"{name}{PLACE_TAG}{p}" if places > 1 else name, flops=flops, bytes=nbytes)
+        del kept
 
 
 def run_ncu(
-    names: Sequence[str], workdir: Path, iters: int, clock: str, metrics: str = REF_METRICS, tag: str = ""
+    names: Sequence[str],
+    workdir: Path,
+    iters: int,
+    clock: str,
+    metrics: str = REF_METRICS,
+    tag: str = "",
+    places: int = 1,
 ) -> list[dict[str, Any]]:
     """Re-run this script under ncu (``--clock-control clock``, ``metrics``) in child mode; the
     kernel rows."""
@@ -520,7 +553,7 @@ def run_ncu(
         ncu, "--clock-control", clock, *contract.ncu_iteration_filter(),
         "--metrics", metrics,
         "-o", str(rep), "-f", sys.executable, str(Path(__file__).resolve()), "--child-ncu",
-        "--only", ",".join(names),
+        "--only", ",".join(names), "--places", str(places),
     ]  # fmt: skip
     env = dict(os.environ)
     env.update({contract.ENV_PASS: contract.PASS_NCU, contract.ENV_NCU_ITERS: str(iters)})
@@ -618,6 +651,34 @@ def ncu_refs(rows: Sequence[dict[str, Any]]) -> dict[str, NcuRef]:
             _finite_median(backed),
         )
     return refs
+
+
+def pool_places(refs: dict[str, NcuRef]) -> dict[str, NcuRef]:
+    """Benchmarks ``<kernel>.p<place>`` pooled into ``<kernel>``: every place's iterations in one
+    ``NcuRef`` (so its median is over them all); other benchmarks as they are."""
+    groups: dict[str, list[NcuRef]] = {}
+    for bench, ref in refs.items():
+        head, tag, place = bench.rpartition(PLACE_TAG)
+        groups.setdefault(head if tag and head and place.isdigit() else bench, []).append(ref)
+    out = {}
+    for bench, refs_ in groups.items():
+        if len(refs_) == 1:
+            out[bench] = refs_[0]
+            continue
+        out[bench] = NcuRef(
+            tuple(v for r in refs_ for v in r.iterations_ns),
+            tuple(v for r in refs_ for v in r.iterations_cycles),
+            _wmean([(1.0, r.sm_pct) for r in refs_]),
+            _wmean([(1.0, r.dram_pct) for r in refs_]),
+            _finite_median([r.passes for r in refs_]),
+            _finite_median([r.backed_up_bytes for r in refs_]),
+        )
+    return out
+
+
+def pooled_refs(rows: Sequence[dict[str, Any]]) -> dict[str, NcuRef]:
+    """``ncu_refs`` of a run's rows, places pooled (``pool_places``)."""
+    return pool_places(ncu_refs(rows))
 
 
 def elasticity(none: NcuRef, base: NcuRef | None) -> float | None:
@@ -933,7 +994,9 @@ def spread_table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def summary_lines(rows: Sequence[dict[str, Any]], *, matched: bool = False, tag: str | None = None) -> list[str]:
+def summary_lines(
+    rows: Sequence[dict[str, Any]], *, matched: bool = False, tag: str | None = None
+) -> list[str]:
     """One line per target: met on how many kernels, and which missed (``matched``: judged
     against ncu carried to the timer's clock; ``tag="kernels_"``: against ncu's kernels alone,
     without the calls' memcpy/memset)."""
@@ -990,7 +1053,10 @@ def _kernels_only(rows: Sequence[dict[str, Any]]) -> list[str]:
     with_copies = [r for r in rows if r.get("non_kernel_ns") and "kernels_meets_target" in r]
     if not with_copies:
         return []
-    names = ", ".join(f"{r['kernel']} ({r['copies_per_call']:g} per call, {_us(r['non_kernel_ns'])} us)" for r in with_copies)
+    names = ", ".join(
+        f"{r['kernel']} ({r['copies_per_call']:g} per call, {_us(r['non_kernel_ns'])} us)"
+        for r in with_copies
+    )
     return [
         f"The calls of {names} made a memcpy/memset, which ncu does not profile and every event "
         "window holds; the references above add its CUPTI duration. Against ncu's kernels alone, "
@@ -1051,10 +1117,10 @@ def _saved_rows(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     doc = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
     rows = build_rows(
         doc["plain"],
-        ncu_refs(doc.get("ncu_none") or []),
-        ncu_refs(doc.get("ncu_base") or []) or None,
-        ncu_refs(doc.get("ncu_none_profile") or []) or None,
-        ncu_refs(doc.get("ncu_none_duration") or []) or None,
+        pooled_refs(doc.get("ncu_none") or []),
+        pooled_refs(doc.get("ncu_base") or []) or None,
+        pooled_refs(doc.get("ncu_none_profile") or []) or None,
+        pooled_refs(doc.get("ncu_none_duration") or []) or None,
     )
     return doc, rows
 
@@ -1071,12 +1137,14 @@ TARGETS = ("meets_target", "near_reference", "beats_peers")
 
 
 def runs_table(paths: Sequence[Path], kernels: Sequence[str] = ("add_4k", "attention", "mm_square")) -> str:
-    """Several saved runs side by side (no GPU needed): ncu's iterations in the reference run, each
+    """Several saved runs side by side (no GPU needed): the places of each kernel's buffers, ncu's
+    iterations in the reference run, each
     target met on how many kernels (as measured), and for ``kernels`` the timer's error beside the
     reference loop's and the nearest peer's, so that a verdict that flips from run to run shows."""
     head = [
         "run",
         "rounds",
+        "places",
         "ncu iterations (reference)",
         "targets 1 / 2 / 3 met",
         *(f"{k}: nsightwrap / loop / nearest peer %" for k in kernels),
@@ -1085,11 +1153,15 @@ def runs_table(paths: Sequence[Path], kernels: Sequence[str] = ("add_4k", "atten
     for path in paths:
         doc, rows = _saved_rows(path)
         judged = [r for r in rows if "meets_target" in r]
-        ref = ncu_refs(doc.get("ncu_none_duration") or doc.get("ncu_none") or [])
+        ref = pooled_refs(doc.get("ncu_none_duration") or doc.get("ncu_none") or [])
         iters = max((len(v.iterations_ns) for v in ref.values()), default=0)
         met = " / ".join(
             f"{sum(bool(r[t]) for r in judged)} of {len(judged)}"
-            + (f" ({', '.join(r['kernel'] for r in judged if not r[t])})" if not all(r[t] for r in judged) else "")
+            + (
+                f" ({', '.join(r['kernel'] for r in judged if not r[t])})"
+                if not all(r[t] for r in judged)
+                else ""
+            )
             for t in TARGETS
         )
         by = {r["kernel"]: r for r in judged}
@@ -1099,13 +1171,16 @@ def runs_table(paths: Sequence[Path], kernels: Sequence[str] = ("add_4k", "atten
             if r is None:
                 cells.append("-")
                 continue
-            peer = min((p for p in PEERS if math.isfinite(r[f"{p}_err_pct"])), key=lambda p: abs(r[f"{p}_err_pct"]))
+            peer = min(
+                (p for p in PEERS if math.isfinite(r[f"{p}_err_pct"])), key=lambda p: abs(r[f"{p}_err_pct"])
+            )
             cells.append(
                 f"{r['timer_err_pct']:+.1f} / {_cell(r.get('ref_err_pct'), '+.1f')} / "
                 f"{r[f'{peer}_err_pct']:+.1f} ({METHOD_TITLES[peer]})"
             )
         rounds = max((int(r.get("rounds") or 0) for r in rows), default=0)
-        lines.append("| " + " | ".join([path.name, str(rounds), str(iters), met, *cells]) + " |")
+        places = int(doc["plain"].get("places") or 1)  # runs before --places read one place
+        lines.append("| " + " | ".join([path.name, str(rounds), str(places), str(iters), met, *cells]) + " |")
     return "\n".join(lines)
 
 
@@ -1122,6 +1197,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--only", default="", help=f"comma-separated kernels (default all: {', '.join(KERNELS)})")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of every method (run-to-run spread)")
     ap.add_argument("--ncu-iters", type=int, default=3, help="profiled iterations per kernel under ncu")
+    ap.add_argument("--places", type=int, default=None,
+                    help="sets of buffers each kernel is read on (default --rounds): round r reads place r mod "
+                    "--places, and ncu's iterations are spread over as many places; a 2 us kernel's duration "
+                    "depends on where its buffers lie (benchmarks/placement_study.py)")  # fmt: skip
     ap.add_argument("--ref-iters", type=int, default=None,
                     help="iterations of the reference run (the duration alone; default --ncu-iters): its median "
                     "is what every error is taken against, and 30 iterations of a 2 us kernel spread over a third "
@@ -1152,6 +1231,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         ap.error("--rounds must be at least 1")
     if args.ref_iters is None:
         args.ref_iters = args.ncu_iters
+    if args.places is None:
+        args.places = args.rounds
+    if args.places < 1:
+        ap.error("--places must be at least 1")
     if args.ncu_iters < 1 or args.ref_iters < 1:
         ap.error("--ncu-iters and --ref-iters must be at least 1")
     return args
@@ -1166,10 +1249,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(runs_table(args.runs))
         return
     if args.child_ncu:
-        child_ncu(args.names)
+        child_ncu(args.names, args.places)
         return
     if args.child_nvbench:
-        child_nvbench(args.names, args.rounds, args.quick, args.child_nvbench)
+        child_nvbench(args.names, args.rounds, args.quick, args.child_nvbench, args.places)
         return
     for key in (contract.ENV_PASS, contract.ENV_RUN_DIR):
         os.environ.pop(key, None)  # the plain measurements run as a standalone script
@@ -1182,28 +1265,28 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        plain = measure_plain(args.names, args.rounds, args.quick, work)
+        plain = measure_plain(args.names, args.rounds, args.quick, work, args.places)
         print(f"plain measurements: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         queue = {} if args.no_queue_study else queue_study()
         keep(plain=plain, queue_study=queue, partial=True)
-        plain["nvbench"] = run_nvbench_child(args.names, args.rounds, args.quick, work)
+        plain["nvbench"] = run_nvbench_child(args.names, args.rounds, args.quick, work, args.places)
         keep(plain=plain, queue_study=queue, partial=True)
         none_rows: list[dict[str, Any]] = []
         base_rows: list[dict[str, Any]] = []
         profile_rows: list[dict[str, Any]] = []
         duration_rows: list[dict[str, Any]] = []
         if not args.no_ncu:
-            none_rows = run_ncu(args.names, work, args.ncu_iters, "none")
+            none_rows = run_ncu(args.names, work, args.ncu_iters, "none", places=args.places)
             keep(plain=plain, queue_study=queue, ncu_none=none_rows, partial=True)
             if not args.no_base:
                 try:
-                    base_rows = run_ncu(args.names, work, args.ncu_iters, "base")
+                    base_rows = run_ncu(args.names, work, args.ncu_iters, "base", places=args.places)
                 except SystemExit as exc:  # the base pass is optional: say so, keep the rest
                     print(f"ncu --clock-control base failed: {exc}", file=sys.stderr)
             keep(plain=plain, queue_study=queue, ncu_none=none_rows, ncu_base=base_rows, partial=True)
             try:
                 duration_rows = run_ncu(
-                    args.names, work, args.ref_iters, "none", DURATION_METRICS, "_duration"
+                    args.names, work, args.ref_iters, "none", DURATION_METRICS, "_duration", args.places
                 )
             except SystemExit as exc:  # the two-metric run stands in as the reference: say so
                 print(f"ncu with the duration alone failed: {exc}", file=sys.stderr)
@@ -1218,12 +1301,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                         "none",
                         PROFILE_METRICS,
                         "_profile",
+                        args.places,
                     )
                 except SystemExit as exc:  # a column beside the reference: say so, keep the rest
                     print(f"ncu with the profile's metrics failed: {exc}", file=sys.stderr)
     rows = build_rows(
-        plain, ncu_refs(none_rows), ncu_refs(base_rows) if base_rows else None,
-        ncu_refs(profile_rows) if profile_rows else None, ncu_refs(duration_rows) if duration_rows else None,
+        plain, pooled_refs(none_rows), pooled_refs(base_rows) if base_rows else None,
+        pooled_refs(profile_rows) if profile_rows else None, pooled_refs(duration_rows) if duration_rows else None,
     )  # fmt: skip
     import torch
 
@@ -1231,7 +1315,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"Timer accuracy on {torch.cuda.get_device_name()} (torch {torch.__version__}, "
         f"triton {getattr(triton, '__version__', 'absent')}), {time.strftime('%Y-%m-%d')}, "
         f"{args.rounds} rounds, ncu {args.ncu_iters} iterations per kernel "
-        f"({args.ref_iters} in the reference run, {min(args.ncu_iters, args.profile_iters)} with the profile's metrics)."
+        f"({args.ref_iters} in the reference run, {min(args.ncu_iters, args.profile_iters)} with the profile's metrics), "
+        f"each kernel on {args.places} place(s) of its buffers."
     )
     text = render(header, plain, queue, rows)
     print(text)

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from nsightwrap.core.errors import UsageError
-from nsightwrap.timer.stats import Stopper, StopReason, StopRule, median_rel_ci, summarize
+from nsightwrap.timer.stats import Stopper, StopReason, StopRule, median_rel_ci, summarize, trimmed_mean
 
 
 class FakeClock:
@@ -120,3 +120,19 @@ def test_next_batch_sizes() -> None:
     assert stopper.next_batch(10, per_sample_s=1e-6) == 110  # capped by max_samples
     assert stopper.next_batch(10, per_sample_s=1.0) == 1
     assert stopper.next_batch(120, per_sample_s=1.0) == 0
+
+
+def test_trimmed_mean_keeps_the_part_of_a_tick_that_the_median_loses() -> None:
+    # An empty event window of 1.28 us read on 32 ns ticks: 1.248 one reading in three, 1.280 one
+    # in three, 1.312 one in three, and one slow reading. The median is one tick; the trimmed
+    # mean moves with the share of each tick and ignores the slow one.
+    reads = [1248.0] * 19 + [1280.0] * 20 + [1312.0] * 20 + [9000.0]
+    assert summarize(reads).median == 1280.0
+    assert trimmed_mean(reads) == pytest.approx(1280.0, abs=2.0)
+    more_high = [1248.0] * 15 + [1280.0] * 14 + [1312.0] * 30 + [9000.0]
+    assert summarize(more_high).median == 1312.0  # the median steps a whole tick
+    assert 1285.0 < trimmed_mean(more_high) < 1300.0  # the trimmed mean moves part of one
+    assert trimmed_mean(reads, cut=0.0) > 1400.0  # without the cut the slow reading weighs in
+    assert math.isnan(trimmed_mean([]))
+    with pytest.raises(ValueError):
+        trimmed_mean(reads, cut=0.5)

@@ -505,29 +505,35 @@ def test_study_round_line_prints_each_variants_median_in_us() -> None:
 
 
 RECORDED_RUNS = ("timer-accuracy-5iters-a", "timer-accuracy-5iters-b", "timer-accuracy-0004",
-                 "timer-accuracy-0318", "timer-accuracy-0331", "timer-accuracy-0421", "timer-accuracy")  # fmt: skip
-#: The runs of the timer's final code (five rounds each, four H200s): per run, the line each
-#: target's summary gives as measured, at the timer's clock and against ncu's kernels alone.
-FINAL_RUNS = {
+                 "timer-accuracy-0318", "timer-accuracy-0331", "timer-accuracy-0421", "timer-accuracy-0427",
+                 "timer-accuracy-0529", "timer-accuracy")  # fmt: skip
+#: Runs with the call's memset in the reference (five rounds each, six H200s): per run, the line
+#: each target's summary gives as measured, at the timer's clock and against ncu's kernels alone;
+#: the places each kernel was read on (``--places``); ncu's iterations in the reference run.
+MEMSET_RUNS = {
     "timer-accuracy-0318": ("8 of 9 (missed: add_4k)", "9 of 9",
-                            ("8 of 9 (missed: attention)", "8 of 9 (missed: mm_square)", "8 of 9 (missed: attention)")),
-    "timer-accuracy-0331": ("8 of 9 (missed: add_4k)", "9 of 9", ("9 of 9", "9 of 9", "9 of 9")),
-    "timer-accuracy-0421": ("9 of 9", "9 of 9", ("8 of 9 (missed: mm_square)", "8 of 9 (missed: mm_square)", "9 of 9")),
-    "timer-accuracy": ("8 of 9 (missed: add_4k)", "9 of 9",
-                       ("7 of 9 (missed: attention, mm_square)", "8 of 9 (missed: attention)", "8 of 9 (missed: attention)")),
+                            ("8 of 9 (missed: attention)", "8 of 9 (missed: mm_square)", "8 of 9 (missed: attention)"), 1, 30),
+    "timer-accuracy-0331": ("8 of 9 (missed: add_4k)", "9 of 9", ("9 of 9", "9 of 9", "9 of 9"), 1, 30),
+    "timer-accuracy-0421": ("9 of 9", "9 of 9", ("8 of 9 (missed: mm_square)", "8 of 9 (missed: mm_square)", "9 of 9"), 1, 100),
+    "timer-accuracy-0427": ("8 of 9 (missed: add_4k)", "9 of 9",
+                            ("7 of 9 (missed: attention, mm_square)", "8 of 9 (missed: attention)", "8 of 9 (missed: attention)"), 1, 100),
+    "timer-accuracy-0529": ("9 of 9", "9 of 9",
+                            ("8 of 9 (missed: attention)", "7 of 9 (missed: attention, mm_square)", "7 of 9 (missed: attention, mm_square)"), 5, 100),
+    "timer-accuracy": ("9 of 9", "9 of 9",
+                       ("8 of 9 (missed: mm_square)", "8 of 9 (missed: mm_square)", "8 of 9 (missed: mm_square)"), 5, 100),
 }  # fmt: skip
 
 
-def test_the_runs_of_the_final_code_with_the_memset_in_the_reference() -> None:
-    """docs/timer-accuracy.json.gz, -0421, -0331 and -0318 (five rounds each, four H200s): the rows
-    made again from the raw records are those stored; only the square GEMM's calls made a memset,
-    its CUPTI time is in the reference; each target's verdicts are those docs/timer-accuracy.md
-    states; the last two runs' reference took 100 ncu iterations, the first two 30; and the doc's
-    tables are the latest run's."""
+def test_the_runs_with_the_memset_in_the_reference() -> None:
+    """The runs of MEMSET_RUNS: the rows made again from the raw records are those stored; only
+    the square GEMM's calls made a memset, its CUPTI time is in the reference; each target's
+    verdicts are those docs/timer-accuracy.md states; the reference's iterations are spread over
+    the run's places (each round of the run on a place of its own); and the doc's tables are the
+    latest run's."""
     acc = _accuracy_module()
     doc_text = (ROOT / "docs" / "timer-accuracy.md").read_text()
     texts = {}
-    for name, (first, second, third) in FINAL_RUNS.items():
+    for name, (first, second, third, places, iters) in MEMSET_RUNS.items():
         path = ROOT / "docs" / f"{name}.json.gz"
         saved, rows = acc._saved_rows(path)
         stored = {r["kernel"]: r for r in saved["rows"]}
@@ -541,8 +547,14 @@ def test_the_runs_of_the_final_code_with_the_memset_in_the_reference() -> None:
                 assert row["ncu_ns"] == pytest.approx(row["ncu_kernels_ns"] + row["non_kernel_ns"])
             else:
                 assert row["copies_per_call"] == 0 and row["non_kernel_ns"] is None
-        refs = acc.ncu_refs(saved["ncu_none_duration"])
-        assert {len(r.iterations_ns) for r in refs.values()} == {100 if name in ("timer-accuracy", "timer-accuracy-0421") else 30}
+        assert int(saved["plain"].get("places") or 1) == places
+        benches = acc.ncu_refs(saved["ncu_none_duration"])
+        assert len(benches) == 9 * places  # one benchmark per kernel and place under ncu
+        assert {len(r.iterations_ns) for r in benches.values()} == {iters // places}
+        pooled = acc.pooled_refs(saved["ncu_none_duration"])
+        assert sorted(pooled) == sorted(acc.KERNELS) and {len(r.iterations_ns) for r in pooled.values()} == {iters}
+        for k, rounds in ((k, v["rounds"]) for k, v in saved["plain"]["kernels"].items()):
+            assert [r.get("place", 0) for r in rounds] == [i % places for i in range(len(rounds))], (name, k)
         texts[name] = text = acc.tables_from(path)
         assert text.count(f"within 3% (>= 10 us) / 5% (2-10 us) of ncu: {first}\n") == 3, name
         assert text.count(f"no more than 1 point further from ncu than the reference loop: {second}\n") == 3, name
@@ -554,6 +566,26 @@ def test_the_runs_of_the_final_code_with_the_memset_in_the_reference() -> None:
     assert table in doc_text
 
 
+def test_places_pool_into_their_kernel() -> None:
+    """ncu's benchmarks ``<kernel>.p<place>`` pool into ``<kernel>``: every place's iterations,
+    in place order; a benchmark that is not a place stays as it is."""
+    acc = _accuracy_module()
+
+    def row(bench: str, it: int, ns: float) -> dict:
+        return {"nvtx_path": f"nsightwrap:{bench}/iter{it}", "duration_ns": ns, "sm_clock_hz": 2e9,
+                "sm_throughput_pct": 10.0, "dram_throughput_pct": 50.0}  # fmt: skip
+
+    rows = [row("add_4k.p0", 0, 2200.0), row("add_4k.p0", 1, 2250.0), row("add_4k.p1", 0, 2400.0),
+            row("add_4k.p1", 1, 2450.0), row("add_4k.p1", 2, 2500.0), row("mm_square", 0, 175e3),
+            row("x.pp", 0, 1.0), row(".p3", 0, 2.0)]  # fmt: skip
+    pooled = acc.pooled_refs(rows)
+    assert sorted(pooled) == [".p3", "add_4k", "mm_square", "x.pp"]
+    assert pooled["add_4k"].iterations_ns == (2200.0, 2250.0, 2400.0, 2450.0, 2500.0)
+    assert pooled["add_4k"].duration_ns == 2400.0  # the median over both places, not of one
+    assert pooled["add_4k"].dram_pct == 50.0 and pooled["add_4k"].bound == "memory"
+    assert pooled["mm_square"].iterations_ns == (175e3,)
+
+
 def test_the_runs_table_is_the_docs() -> None:
     """`--runs` over every run with ncu's duration alone as the reference prints the table that
     docs/timer-accuracy.md shows, and each row's counts are that run's own verdicts."""
@@ -562,11 +594,13 @@ def test_the_runs_table_is_the_docs() -> None:
     table = acc.runs_table(paths)
     assert table in (ROOT / "docs" / "timer-accuracy.md").read_text()
     lines = {ln.split(" | ")[0].lstrip("| "): ln for ln in table.splitlines()[2:]}
-    assert "| 3 | 30 | 9 of 9 / 9 of 9 / 8 of 9 (mm_square) |" in lines["timer-accuracy-0004.json.gz"]
-    assert "| 3 | 5 | 8 of 9 (add_4k) / 8 of 9 (add_4k) / 8 of 9 (attention) |" in lines["timer-accuracy-5iters-a.json.gz"]
-    assert "| 5 | 30 | 8 of 9 (add_4k) / 9 of 9 / 9 of 9 |" in lines["timer-accuracy-0331.json.gz"]
-    assert "| 5 | 100 | 9 of 9 / 9 of 9 / 8 of 9 (mm_square) |" in lines["timer-accuracy-0421.json.gz"]
-    assert "| 5 | 100 | 8 of 9 (add_4k) / 9 of 9 / 7 of 9 (attention, mm_square) |" in lines["timer-accuracy.json.gz"]
+    assert "| 3 | 1 | 30 | 9 of 9 / 9 of 9 / 8 of 9 (mm_square) |" in lines["timer-accuracy-0004.json.gz"]
+    assert "| 3 | 1 | 5 | 8 of 9 (add_4k) / 8 of 9 (add_4k) / 8 of 9 (attention) |" in lines["timer-accuracy-5iters-a.json.gz"]
+    assert "| 5 | 1 | 30 | 8 of 9 (add_4k) / 9 of 9 / 9 of 9 |" in lines["timer-accuracy-0331.json.gz"]
+    assert "| 5 | 1 | 100 | 9 of 9 / 9 of 9 / 8 of 9 (mm_square) |" in lines["timer-accuracy-0421.json.gz"]
+    assert "| 5 | 1 | 100 | 8 of 9 (add_4k) / 9 of 9 / 7 of 9 (attention, mm_square) |" in lines["timer-accuracy-0427.json.gz"]
+    assert "| 5 | 5 | 100 | 9 of 9 / 9 of 9 / 8 of 9 (attention) |" in lines["timer-accuracy-0529.json.gz"]
+    assert "| 5 | 5 | 100 | 9 of 9 / 9 of 9 / 8 of 9 (mm_square) |" in lines["timer-accuracy.json.gz"]
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "timer_accuracy.py"), "--runs", *map(str, paths)],
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 0 and out.stdout.strip() == table

@@ -14,7 +14,13 @@ import nvtx
 from nsightwrap.core import contract
 from nsightwrap.core.errors import NoCudaError
 from nsightwrap.timer.nvml import nvml_handle
-from nsightwrap.timer.stats import summarize
+from nsightwrap.timer.stats import trimmed_mean
+
+#: The empty window's estimate: a trimmed mean of this many readings, less this fraction at
+#: each end (``Gpu.measure_empty_window`` says why not a median).
+EMPTY_REPS = 60
+EMPTY_CUT = 0.1
+EMPTY_ESTIMATE = f"{EMPTY_CUT:.0%} trimmed mean of {EMPTY_REPS}"
 
 #: The timer's NVTX domain: benchmark ranges and ``iter<i>`` ranges inside them.
 DOMAIN = nvtx.get_domain(contract.NVTX_DOMAIN)
@@ -73,11 +79,17 @@ class Gpu:
         return self.torch.cuda.Event(enable_timing=True)
 
     def measure_empty_window(
-        self, *, hold_cycles: int = 0, flush: bool = False, stamps: Any = None, reps: int = 30
+        self, *, hold_cycles: int = 0, flush: bool = False, stamps: Any = None, reps: int = EMPTY_REPS
     ) -> float:
-        """Median ns between two events with nothing between them, taken exactly as a timing
-        sample is (same flush, hold and stamps before the start event, one sample per
-        synchronize, nothing queued behind the end event); cached per set-up."""
+        """Ns between two events with nothing between them, taken exactly as a timing sample is
+        (same flush, hold and stamps before the start event, one sample per synchronize, nothing
+        queued behind the end event); cached per set-up.
+
+        The estimate is a trimmed mean (``EMPTY_ESTIMATE``), not a median: the window's readings
+        step in the event clock's 32 ns ticks, and where they mix two ticks the median takes one
+        of them whole while the mean keeps the share of each (on H200s the window read 1.248 to
+        1.317 us, differing from process to process; docs/timer-accuracy.md, "Where the buffers
+        lie")."""
         key = (hold_cycles > 0, flush, stamps is not None)
         cache = self._empty
         if key not in cache:
@@ -86,7 +98,7 @@ class Gpu:
             for _ in range(reps):
                 window_ns(self, None, s, e, hold_cycles=hold_cycles, flush=flush, stamps=stamps)
                 out.append(s.elapsed_time(e) * 1e6)
-            cache[key] = float(summarize(out).median)
+            cache[key] = trimmed_mean(out, EMPTY_CUT)
         self.empty_window_ns = cache[key]
         return cache[key]
 

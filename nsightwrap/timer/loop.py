@@ -29,6 +29,7 @@ from nsightwrap.core.spacing import RewriteSpacing
 from nsightwrap.timer.energy import energy_window
 from nsightwrap.timer.gpu import (
     DOMAIN,
+    EMPTY_ESTIMATE,
     STATE,
     Gpu,
     capture_graph,
@@ -397,6 +398,7 @@ def _sample_loop(
     hold_cycles = int(method["sleep_cycles"]) if hold else 0
     empty_ns = gpu.measure_empty_window(hold_cycles=hold_cycles, flush=flush_l2, stamps=stamps)
     method["empty_window_ns"] = empty_ns
+    method["empty_window_estimate"] = EMPTY_ESTIMATE
     overhead = empty_ns if subtract_overhead and (hold or cuda_graph) else 0.0
     method["overhead_ns"] = overhead
 
