@@ -44,6 +44,8 @@ from nsightwrap.core import contract  # noqa: E402
 PLACE_STRIDE = 6 * 2**20
 PLACE_SHIFT = 20 * 2**10
 ALLOC = "alloc"
+#: The largest add: its three fp32 buffers must fit between the 2 MiB steps of a place.
+MAX_ELEMENTS = 2**21 // 4
 
 
 def place_names(n: int) -> list[str]:
@@ -61,8 +63,6 @@ def make_adds(n_places: int, elements: int) -> dict[str, Callable[[], Any]]:
 
     torch.manual_seed(0)
     nbytes = 4 * elements
-    if nbytes > 2**20:
-        raise SystemExit("--elements must fit in 1 MiB (a place's buffers are 2 MiB apart)")
     pool = torch.empty(
         n_places * (PLACE_STRIDE + PLACE_SHIFT) + PLACE_STRIDE, dtype=torch.uint8, device="cuda"
     )
@@ -79,8 +79,7 @@ def make_adds(n_places: int, elements: int) -> dict[str, Callable[[], Any]]:
         torch.randn(elements, device="cuda"),
         torch.empty(elements, device="cuda"),
     )
-    fns["_pool"] = lambda: pool  # keeps the pool alive with the callables
-    return fns
+    return fns  # the slices keep the pool alive
 
 
 def child_plain(n_places: int, elements: int, out: Path) -> None:
@@ -250,6 +249,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.placements < 2:
         ap.error("--placements must be at least 2")
+    if not 1 <= args.elements <= MAX_ELEMENTS:
+        ap.error(f"--elements must be 1 to {MAX_ELEMENTS} (a place's buffers are 2 MiB apart)")
     if args.child_plain:
         child_plain(args.placements, args.elements, args.child_plain)
         return

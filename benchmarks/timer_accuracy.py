@@ -526,12 +526,11 @@ def child_ncu(names: Sequence[str], places: int = 1) -> None:
     if places > 1:
         os.environ[contract.ENV_NCU_ITERS] = str(max(1, math.ceil(iters / places)))
     for name in names:
-        kept = []
+        kept = []  # every place of the kernel alive until its last: each has memory of its own
         for p in range(max(1, places)):
             fn, flops, nbytes = make_kernel(name)
-            kept.append(fn)  # alive until the kernel's last place: each place has memory of its own
+            kept.append(fn)
             nw.bench(fn, name=f"{name}{PLACE_TAG}{p}" if places > 1 else name, flops=flops, bytes=nbytes)
-        del kept
 
 
 def run_ncu(

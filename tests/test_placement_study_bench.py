@@ -90,6 +90,8 @@ def test_help_and_bad_arguments_need_no_gpu() -> None:
     assert out.returncode == 0 and "--placements" in out.stdout and "import torch" not in out.stderr
     bad = subprocess.run([sys.executable, script, "--placements", "1"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--placements must be at least 2" in bad.stderr
+    big = subprocess.run([sys.executable, script, "--elements", str(2**19 + 1)], capture_output=True, text=True, timeout=60)
+    assert big.returncode == 2 and "--elements must be 1 to 524288" in big.stderr
 
 
 def test_place_names(study) -> None:

@@ -85,8 +85,8 @@ def trimmed_mean(samples: Sequence[float] | np.ndarray, cut: float = 0.1) -> flo
     """
     if not 0 <= cut < 0.5:
         raise ValueError(f"cut={cut} must be in [0, 0.5)")
-    a = np.sort(np.asarray(samples, dtype=float))
-    a = a[np.isfinite(a)]
+    a = np.asarray(samples, dtype=float)
+    a = np.sort(a[np.isfinite(a)])
     if a.size == 0:
         return math.nan
     k = int(cut * a.size)
