@@ -23,7 +23,7 @@ import pytest
 from refrun import build_run_dir
 from rich.console import Console
 
-from nsightwrap.analysis.decompose import GapInputs, decompose, q
+from nsightwrap.analysis.decompose import PLACE_SPREAD_NS, GapInputs, causes_from_gap, decompose, q
 from nsightwrap.analysis.frames import GAP_COLUMNS, gaps_frame
 from nsightwrap.analysis.load import analyze
 from nsightwrap.analysis.model import BenchmarkResult, Gap, RunResult, Verdict
@@ -312,6 +312,21 @@ def test_fixes_follow_the_method(example: RunResult) -> None:
     # Without nsys the front end is the measured empty window the method did not subtract.
     ev = {"flush": "write+read", "empty_window_ns": 1300.0, "overhead_ns": 0.0}
     assert "do_bench window pays the events' own cost" in fix("do_bench", ev, "front_end")
+
+
+def test_a_small_unexplained_residual_points_at_where_the_buffers_lie() -> None:
+    """A residual over the tolerance but within the place-to-place spread of a short kernel
+    (docs/timer-accuracy.md, "Where the buffers lie") says so in its fix; a larger one does not."""
+    from nsightwrap.analysis.model import CauseCode
+
+    small = Gap(total_ns=180.0, parts=(), residual_ns=180.0, timer_ns=1500.0, ncu_ns=1320.0)
+    (cause,) = causes_from_gap(small, 0.1)
+    assert cause.code is CauseCode.UNEXPLAINED
+    assert "where the buffers lie" in cause.fix and cause.fix.startswith("rerun to check it repeats")
+    large = Gap(total_ns=PLACE_SPREAD_NS + 800.0, parts=(), residual_ns=PLACE_SPREAD_NS + 800.0, timer_ns=5000.0)
+    (cause,) = causes_from_gap(large, 0.1)
+    assert "where the buffers lie" not in cause.fix
+    assert causes_from_gap(small, 0.2) == []  # within the tolerance: nothing to explain
 
 
 def test_missing_measurements_leave_their_parts_out(tmp_path: Path) -> None:
