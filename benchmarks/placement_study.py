@@ -223,8 +223,32 @@ def place_table(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def place_correlations(doc: dict[str, Any]) -> dict[str, list[float]]:
+    """Per reading (``bench``, ``cupti``, ``ncu``): the correlation of the places' values (``alloc``
+    left out) between every two processes: whether a place reads alike in another process."""
+    import numpy as np
+
+    names = [n for n in (doc.get("plain") or [{}])[0] if n != ALLOC]
+    per: dict[str, list[list[float]]] = {"bench": [], "cupti": [], "ncu": []}
+    for plain in doc.get("plain") or []:
+        per["bench"].append([statistics.median(r["median_ns"] for r in plain[n]) for n in names])
+        per["cupti"].append([statistics.median(r["kernel_ns"] for r in plain[n]) for n in names])
+    for rows in doc.get("ncu") or []:
+        refs = ncu_refs(rows)
+        per["ncu"].append([refs[n].duration_ns for n in names])
+    out = {}
+    for key, m in per.items():
+        c = np.corrcoef(np.asarray(m)) if len(m) > 1 else np.ones((1, 1))
+        out[key] = [float(c[i, j]) for i in range(len(m)) for j in range(i + 1, len(m))]
+    return out
+
+
 def render(doc: dict[str, Any]) -> str:
-    return f"{doc.get('header', '')}\n\n{table(process_rows(doc))}\n{place_table(doc)}"
+    corr = place_correlations(doc)
+    line = "Correlation of the places' values between two processes: " + "; ".join(
+        f"{k} {', '.join(f'{v:.2f}' for v in vs)}" for k, vs in corr.items()
+    )
+    return f"{doc.get('header', '')}\n\n{table(process_rows(doc))}\n{line}\n\n{place_table(doc)}"
 
 
 def load(path: Path) -> dict[str, Any]:

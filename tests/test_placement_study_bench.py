@@ -96,3 +96,14 @@ def test_help_and_bad_arguments_need_no_gpu() -> None:
 
 def test_place_names(study) -> None:
     assert study.place_names(3) == ["p00", "p01", "p02", "alloc"]
+
+
+def test_places_repeat_in_part_across_processes(study) -> None:
+    """The doc's correlations of the places' values between processes: positive but well
+    under 1 in every reading, CUPTI's as the doc states, and printed by --tables-from."""
+    early = study.place_correlations(study.load(STUDIES[1]))
+    late = study.place_correlations(study.load(LATEST))
+    assert min(early["cupti"]) >= 0.675 and max(early["cupti"]) < 0.755
+    assert 0.295 <= min(late["cupti"]) and max(late["cupti"]) < 0.585
+    assert all(0.1 < v < 0.8 for corr in (early, late) for vs in corr.values() for v in vs)
+    assert f"cupti {', '.join(f'{v:.2f}' for v in late['cupti'])}" in study.render(study.load(LATEST))

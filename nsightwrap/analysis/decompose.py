@@ -1131,7 +1131,7 @@ def judge(gap: Gap, tolerance: float) -> tuple[bool, str]:
 #: How far apart a kernel of a few us reads from one place of its buffers in device memory to
 #: another: up to about 0.2 us on a 2 us add on an H200, in the timer, CUPTI and ncu alike
 #: (docs/timer-accuracy.md, "Where the buffers lie"). ncu's pass is a process of its own, whose
-#: buffers lie elsewhere, so a residual this small may be no more than that.
+#: buffers need not lie where the plain pass's did, so a residual this small may be no more than that.
 PLACE_SPREAD_NS = 200.0
 
 
@@ -1150,7 +1150,7 @@ def causes_from_gap(gap: Gap, tolerance: float) -> list[Cause]:
         if abs(gap.residual_ns) <= PLACE_SPREAD_NS:
             fix += (
                 f"; a residual under {_us(PLACE_SPREAD_NS)} can be where the buffers lie: a kernel of a few us reads "
-                "that much apart from one place in device memory to another, and ncu's pass used places of its own"
+                "that much apart from one place in device memory to another, and ncu's pass need not have used the same places"
             )
         out.append(
             Cause(
