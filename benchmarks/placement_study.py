@@ -21,7 +21,6 @@ over places, against how well one place repeats within the process (its two read
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import shutil
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ncu_gap import load  # noqa: E402  (a saved run, for --tables-from and the tests)
 from timer_accuracy import ROOT, ncu_refs, ncu_rows  # noqa: E402
 
 from nsightwrap.core import contract  # noqa: E402
@@ -249,11 +249,6 @@ def render(doc: dict[str, Any]) -> str:
         f"{k} {', '.join(f'{v:.2f}' for v in vs)}" for k, vs in corr.items()
     )
     return f"{doc.get('header', '')}\n\n{table(process_rows(doc))}\n{line}\n\n{place_table(doc)}"
-
-
-def load(path: Path) -> dict[str, Any]:
-    raw = path.read_bytes()
-    return dict(json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
