@@ -316,11 +316,26 @@ def make_places(
     return [{n: make_kernel(n) for n in names} for _ in range(max(1, places))]
 
 
+#: The in-process methods of a round, in their order when the order is fixed.
+PLAIN_METHODS = ("timer", "ref", "do_bench_cuda", "triton", "naive")
+
+
+def method_order(r: int, order: str) -> tuple[str, ...]:
+    """The in-process methods in the order round ``r`` runs them: always ``PLAIN_METHODS``
+    (``fixed``), or rotated by one per round (``rotate``), so that over as many rounds as
+    methods each runs once first, after the previous kernel's last method
+    (benchmarks/order_study.py)."""
+    if order == "fixed":
+        return PLAIN_METHODS
+    k = r % len(PLAIN_METHODS)
+    return PLAIN_METHODS[k:] + PLAIN_METHODS[:k]
+
+
 def measure_plain(
-    names: Sequence[str], rounds: int, quick: bool, workdir: Path, places: int = 1
+    names: Sequence[str], rounds: int, quick: bool, workdir: Path, places: int = 1, order: str = "fixed"
 ) -> dict[str, Any]:
     """Every method for every kernel, ``rounds`` times, in this process; round ``r`` reads the
-    kernels on place ``r % places``."""
+    kernels on place ``r % places``, its methods in ``method_order(r, order)``."""
     import nsightwrap as nw
 
     ref = reference_loop()
@@ -332,16 +347,23 @@ def measure_plain(
         for name in names:
             fn, flops, nbytes = fns[name]
             t0 = time.perf_counter()
-            res = nw.bench(fn, name=name, flops=flops, bytes=nbytes, **opts)
-            rec: dict[str, Any] = {"timer": res.to_dict(), "place": r % len(sets)}
-            rec["ref_ns"] = ref.ref_us(fn, n=60 if quick else 100) * 1e3 if ref else None
-            rec["do_bench_cuda_ns"] = do_bench_cuda(fn, n=20 if quick else 30)
-            rec["triton_ns"] = triton_do_bench(fn, quick)
-            rec["naive_ns"] = naive_events(fn)
+            rec: dict[str, Any] = {"place": r % len(sets), "order": list(method_order(r, order))}
+            for m in rec["order"]:
+                if m == "timer":
+                    res = nw.bench(fn, name=name, flops=flops, bytes=nbytes, **opts)
+                    rec["timer"] = res.to_dict()
+                elif m == "ref":
+                    rec["ref_ns"] = ref.ref_us(fn, n=60 if quick else 100) * 1e3 if ref else None
+                elif m == "do_bench_cuda":
+                    rec["do_bench_cuda_ns"] = do_bench_cuda(fn, n=20 if quick else 30)
+                elif m == "triton":
+                    rec["triton_ns"] = triton_do_bench(fn, quick)
+                else:
+                    rec["naive_ns"] = naive_events(fn)
             rec["wall_s"] = time.perf_counter() - t0
             per[name]["rounds"].append(rec)
             print(f"  round {r} {res}", file=sys.stderr)
-    return {"kernels": per, "reference_loop": ref is not None, "places": len(sets)}
+    return {"kernels": per, "reference_loop": ref is not None, "places": len(sets), "order": order}
 
 
 def run_nvbench_child(
@@ -803,6 +825,9 @@ def build_rows(
             "stamp_clock_hz": _median([_num(t["method"].get("stamp_clock_hz")) for t in timers]),
             "kernel_ns": _median([_num(t.get("kernel_ns")) for t in timers]),
             "throttled": sum(int(t.get("throttled") or 0) for t in timers),
+            # the first samples left out while the clock came back from earlier work (none before
+            # the timer had the rule)
+            "settling": sum(int(t["method"].get("settling_samples") or 0) for t in timers),
             "samples": sum(int(t.get("n") or 0) for t in timers),
             "nvbench_clock_hz": _median([_num(c) for c in (nv.get(name) or {}).get("clock_hz") or []]),
             "samples_per_s": _median([_num(t["method"].get("samples_per_s")) for t in timers]),
@@ -908,7 +933,7 @@ def clock_table(rows: Sequence[dict[str, Any]]) -> str:
     """ncu at both clock settings, the measured elasticity, and the clocks each method saw."""
     head = [
         "kernel", "ncu none us", "f none GHz", "ncu base us", "f base GHz", "e", "f_timer GHz (source)",
-        "nvbench GHz", "CUPTI kernel us", "throttled samples", "samples/s",
+        "nvbench GHz", "CUPTI kernel us", "throttled / settling samples", "samples/s",
     ]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in rows:
@@ -917,7 +942,7 @@ def clock_table(rows: Sequence[dict[str, Any]]) -> str:
             r["kernel"], _us(r.get("ncu_ns")), _ghz(r.get("f_ncu_hz")), _us(r.get("ncu_base_ns")),
             _ghz(r.get("f_base_hz")), _cell(e, "+.2f") if e is not None else "- (heuristic)",
             f"{_ghz(r.get('f_timer_hz'))} ({r.get('timer_clock_source')})",
-            _ghz(r.get("nvbench_clock_hz")), _us(r.get("kernel_ns")), f"{r.get('throttled', 0)} of {r.get('samples', 0)}",
+            _ghz(r.get("nvbench_clock_hz")), _us(r.get("kernel_ns")), f"{r.get('throttled', 0)} / {r.get('settling', 0)} of {r.get('samples', 0)}",
             _cell(r.get("samples_per_s"), ".0f"),
         ]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
@@ -1200,6 +1225,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                     help="sets of buffers each kernel is read on (default --rounds): round r reads place r mod "
                     "--places, and ncu's iterations are spread over as many places; a 2 us kernel's duration "
                     "depends on where its buffers lie (benchmarks/placement_study.py)")  # fmt: skip
+    ap.add_argument("--order", choices=("fixed", "rotate"), default="fixed",
+                    help="the order of the in-process methods in a round: always the timer first (fixed), or "
+                    "rotated by one method per round (rotate), so that no method always runs right after the "
+                    "previous kernel's heavy peers (benchmarks/order_study.py)")  # fmt: skip
     ap.add_argument("--ref-iters", type=int, default=None,
                     help="iterations of the reference run (the duration alone; default --ncu-iters): its median "
                     "is what every error is taken against, and 30 iterations of a 2 us kernel spread over a third "
@@ -1264,7 +1293,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        plain = measure_plain(args.names, args.rounds, args.quick, work, args.places)
+        plain = measure_plain(args.names, args.rounds, args.quick, work, args.places, args.order)
         print(f"plain measurements: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         queue = {} if args.no_queue_study else queue_study()
         keep(plain=plain, queue_study=queue, partial=True)

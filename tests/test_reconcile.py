@@ -159,6 +159,20 @@ def test_clock_normalization_closes_a_known_gap() -> None:
     assert any("closed the gap" in note for note in r.notes)
 
 
+def test_settling_samples_left_out_are_a_note() -> None:
+    from dataclasses import replace
+
+    timer = replace(_timer(100_000.0, 1.98e9), settling=4, settled_clock_hz=1.59e9)
+    spec = BenchmarkSpec("gemm", "nsightwrap:gemm", timer=timer)
+    n = ncu_stats(_ncu_rows(132_000.0, 1.5e9, sm=92.0, mem=45.0), spec, 1.98e9)
+    r = reconcile(spec, n, None, ref_clock_hz=1.98e9, ref_clock_source="plain (nvml)")
+    assert any(note.startswith("the first 4 timer sample(s) ran while the SM clock came back") and "1.590 GHz" in note
+               for note in r.notes)  # fmt: skip
+    plain = reconcile(BenchmarkSpec("gemm", "nsightwrap:gemm", timer=_timer(100_000.0, 1.98e9)), n, None,
+                      ref_clock_hz=1.98e9, ref_clock_source="plain (nvml)")  # fmt: skip
+    assert not any("came back" in note for note in plain.notes)
+
+
 def test_memory_bound_kernel_is_not_rescaled_and_stays_flagged() -> None:
     # A DRAM-bound kernel: its 132 us do not shrink with the SM clock, so the gap stays.
     spec = BenchmarkSpec("gemm", "nsightwrap:gemm", timer=_timer(100_000.0, 1.98e9))

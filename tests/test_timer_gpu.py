@@ -295,13 +295,50 @@ def test_a_gpu_that_throttles_on_every_sample_still_ends() -> None:
     r = nw.bench(lambda: x @ x, name="throttled", min_samples=10, budget_s=0.5, throttle_threshold=0.999)
     wall = time.perf_counter() - t0
     assert wall < 6.0
-    assert r.method["samples_taken"] == r.n + r.throttled or "every_sample_throttled" in r.reasons
+    left_out = r.throttled + r.method["settling_samples"]
+    assert r.method["samples_taken"] == r.n + left_out or "every_sample_throttled" in r.reasons
     if "every_sample_throttled" in r.reasons:
         assert r.method["stop_reason"] == "throttled" and r.n == r.method["samples_taken"]
     else:
         assert r.throttled > 0 and "throttled_samples_left_out" in r.reasons
         assert len(r.rejected_ns) == r.throttled == len(r.rejected_clock_hz)
         assert all(c is not None and c < 0.999 * r.method["max_sm_clock_hz"] for c in r.rejected_clock_hz)
+
+
+def test_a_benchmark_right_after_heavy_work_leaves_its_settling_samples_out() -> None:
+    """100 ms of back-to-back GEMMs pull the SM clock down; the next benchmark's first samples
+    run while it comes back. They are left out of the statistics and kept apart, and the median
+    agrees with the same benchmark taken after an idle pause."""
+    import time
+
+    import torch
+
+    import nsightwrap as nw
+
+    x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    opts = dict(min_samples=30, budget_s=0.5, energy_s=0.0, kernel_time=False)
+
+    def heat() -> None:
+        for _ in range(600):  # ~100 ms on an H200
+            x @ x
+
+    nw.bench(lambda: x @ x, name="settle_first", **opts)  # cuBLAS set-up, the empty window
+    torch.cuda.synchronize()
+    time.sleep(1.0)
+    idle = nw.bench(lambda: x @ x, name="settle_idle", **opts)
+    heat()
+    hot = nw.bench(lambda: x @ x, name="settle_hot", **opts)
+    heat()
+    kept = nw.bench(lambda: x @ x, name="settle_off", settle_tolerance=None, **opts)
+    print(f"GEMM after idle {idle.median_ns / 1e3:.2f} us ({idle.method['settling_samples']} settling), "
+          f"after heavy work {hot.median_ns / 1e3:.2f} us ({hot.method['settling_samples']} settling, settled at "
+          f"{hot.method['settled_clock_hz'] / 1e9:.3f} GHz), rule off {kept.median_ns / 1e3:.2f} us")
+    settling = hot.method["settling_samples"]
+    assert settling > 0 and "settling_samples_left_out" in hot.reasons
+    assert len(hot.method["settling_ns"]) == settling
+    assert hot.method["samples_taken"] == hot.n + hot.throttled + settling
+    assert hot.median_ns == pytest.approx(idle.median_ns, rel=0.01)
+    assert kept.method["settling_samples"] == 0 and kept.method["settle_tolerance"] is None
 
 
 def test_a_benchmark_that_never_reaches_its_precision_stops_at_the_budget() -> None:

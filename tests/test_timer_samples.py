@@ -16,7 +16,7 @@ from nsightwrap.timer import BenchResult, sidecar_path, write_sidecar
 from nsightwrap.timer.kerneltime import DeviceOp, split_calls
 from nsightwrap.timer.result import Reason
 from nsightwrap.timer.stamps import STAMP_KERNEL, clocks_from_stamps
-from nsightwrap.timer.stats import Stopper, StopReason, StopRule, split_by_clock
+from nsightwrap.timer.stats import Stopper, StopReason, StopRule, settling_prefix, split_by_clock
 
 DEVICE = {"name": "NVIDIA H200", "index": 0, "sm_count": 132, "l2_bytes": 62914560}
 
@@ -52,6 +52,62 @@ def test_samples_under_the_threshold_are_split_off() -> None:
     kept, out = split_by_clock([1.9e9, None, 1.2e9, 1.49e9, math.nan, 1.48e9], 0.75 * 1.98e9)
     assert kept == [0, 1, 3, 4] and out == [2, 5]  # 1.485 GHz: 1.49 stays, 1.48 goes
     assert split_by_clock([1.0e9, 1.2e9], None) == ([0, 1], [])  # threshold off: all kept
+
+
+# ------------------------------------------------------------------ the clock settling
+
+
+def test_first_samples_under_the_settled_clock_are_the_settling_prefix() -> None:
+    # A GEMM timed right after back-to-back work: its clock comes back from 1.49 to 1.59 GHz.
+    coming_back = [1.49e9, 1.52e9, None, 1.55e9, 1.58e9, 1.59e9, 1.55e9] + [1.59e9] * 13
+    first, settled = settling_prefix(coming_back, 0.01)
+    assert settled == pytest.approx(1.59e9)
+    assert first == 4  # 1.58 GHz is within 1% of 1.59; a later dip (1.55, index 6) stays in
+    # steady samples with the ordinary jitter: none left out
+    assert settling_prefix([1.59e9, 1.585e9, 1.595e9, 1.59e9] * 5, 0.01)[0] == 0
+    # a clock that falls as the GPU heats during the benchmark: the first samples are no outliers
+    assert settling_prefix([1.98e9 - 5e6 * i for i in range(20)], 0.01)[0] == 0
+    # at most half the samples; off, without clocks or with too few of them: nothing
+    assert settling_prefix([1.0e9] * 10 + [1.5e9] * 4 + [1.6e9] * 6, 0.01)[0] == 10
+    assert settling_prefix(coming_back, None) == (0, None)
+    assert settling_prefix([None] * 20, 0.01) == (0, None)
+    assert settling_prefix([1.4e9, 1.5e9, 1.6e9, 1.6e9, 1.6e9], 0.01) == (0, None)
+
+
+class _ReadStamps:
+    """The stamp buffer of a GPU run as ``Stamps.read`` returns it: a clock per sample."""
+
+    def __init__(self, clocks: list[float | None]) -> None:
+        self.clocks = clocks
+
+    def read(self, n: int) -> tuple[list[float | None], list[float | None]]:
+        return list(self.clocks[:n]), [30_000.0] * n
+
+
+def test_settling_samples_are_left_out_of_the_statistics_and_kept_apart() -> None:
+    from nsightwrap.timer.loop import _finish, _Loop, _split
+    from nsightwrap.timer.nvml import NvmlSampler
+
+    clocks: list[float | None] = [1.49e9, 1.52e9, 1.55e9, 1.0e9] + [1.59e9] * 16
+    # per call, ns: the duration follows the clock (a compute-bound kernel)
+    per_call = [178_000.0 * 1.59e9 / c if c else 178_000.0 for c in clocks]
+    loop = _Loop(raw_ns=[v + 1300.0 for v in per_call], per_call_ns=per_call,
+                 windows=[(0.001 * i, 0.001 * i + 0.0002) for i in range(len(clocks))])  # fmt: skip
+    _split(loop, _ReadStamps(clocks), 0.75 * 1.98e9, 0.01)
+    assert loop.settling == [0, 1, 2] and loop.rejected == [3] and loop.kept == list(range(4, 20))
+    method: dict = {"throttle_threshold_hz": 0.75 * 1.98e9}
+    rule = StopRule(min_samples=10, max_samples=1000, rel_precision=0.005, budget_s=1.0)
+    with NvmlSampler(None) as sampler:
+        pass
+    r = _finish("gemm", {}, None, None, loop, rule, method, sampler)
+    assert r.n == 16 and r.median_ns == pytest.approx(178_000.0)  # the slow first samples are out
+    assert r.throttled == 1 and r.method["settling_samples"] == 3
+    assert r.method["settling_ns"] == pytest.approx(per_call[:3]) and r.method["settled_clock_hz"] == 1.59e9
+    assert r.reasons[:2] == (Reason.THROTTLED_SAMPLES_LEFT_OUT.value, Reason.SETTLING_SAMPLES_LEFT_OUT.value)
+    assert "first 3 left out (clock settling)" in str(r)
+    # the rule off: every unthrottled sample counts, the slow ones raise the median
+    _split(loop, _ReadStamps(clocks), 0.75 * 1.98e9, None)
+    assert loop.settling == [] and len(loop.kept) == 19
 
 
 # ------------------------------------------------------------------ stopping with throttled samples
@@ -180,6 +236,9 @@ def test_analysis_reads_the_timer_fields(tmp_path) -> None:
     t = spec.timer
     assert (t.kernel_ns, t.throttled, t.throttle_threshold_hz) == (1220.0, 2, 1.485e9)
     assert t.rejected_ns == (2600.0, 2650.0) and t.reasons[0] == "throttled_samples_left_out"
+    assert (t.settling, t.settled_clock_hz) == (0, None)
+    entry["method"] = {**entry["method"], "settling_samples": 3, "settled_clock_hz": 1.59e9}
+    assert (_spec(entry, "test").timer.settling, _spec(entry, "test").timer.settled_clock_hz) == (3, 1.59e9)  # type: ignore[union-attr]
     # a version-1 entry: 'throttled' counted NVML-flagged samples that are still in samples_ns
     del entry["rejected_ns"]
     assert _spec(entry, "test").timer.throttled == 0  # type: ignore[union-attr]
@@ -190,3 +249,5 @@ def test_bad_throttle_threshold_is_a_usage_error() -> None:
 
     with pytest.raises(UsageError, match="throttle_threshold=1.5"):
         nw.bench(lambda: None, throttle_threshold=1.5)
+    with pytest.raises(UsageError, match="settle_tolerance=-0.1"):
+        nw.bench(lambda: None, settle_tolerance=-0.1)

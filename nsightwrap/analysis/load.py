@@ -231,6 +231,8 @@ def _timer_extras(entry: Mapping[str, Any]) -> dict[str, Any]:
         "rejected_ns": tuple(float(v) for v in entry.get("rejected_ns") or () if _opt(v) is not None),
         "rejected_clock_hz": tuple(_opt(v) for v in entry.get("rejected_clock_hz") or ()),
         "throttle_threshold_hz": _opt(method.get("throttle_threshold_hz")),
+        "settling": int(method.get("settling_samples") or 0),
+        "settled_clock_hz": _opt(method.get("settled_clock_hz")),
         "sample_clock_source": str(method.get("sample_clock_source") or "none"),
         "reasons": tuple(str(r) for r in entry.get("reasons") or ()),
     }
@@ -273,6 +275,7 @@ def _merge_specs(specs: Sequence[BenchmarkSpec]) -> list[BenchmarkSpec]:
                 throttled=a.throttled + b.throttled, rejected_ns=a.rejected_ns + b.rejected_ns,
                 rejected_clock_hz=a.rejected_clock_hz + b.rejected_clock_hz,
                 throttle_threshold_hz=a.throttle_threshold_hz, sample_clock_source=a.sample_clock_source,
+                settling=a.settling + b.settling, settled_clock_hz=a.settled_clock_hz,
                 reasons=tuple(dict.fromkeys(a.reasons + b.reasons)),
             )  # fmt: skip
             seen[s.nvtx_path] = replace(have, timer=pooled)

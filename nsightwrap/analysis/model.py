@@ -126,6 +126,10 @@ class TimerStats:
     rejected_clock_hz: tuple[float | None, ...] = ()
     #: The threshold (Hz; ``throttle_threshold`` x the maximum SM clock), None when off.
     throttle_threshold_hz: float | None = None
+    #: First samples left out while the SM clock came back from earlier work, and the clock
+    #: (Hz) the benchmark settled at.
+    settling: int = 0
+    settled_clock_hz: float | None = None
     #: Where ``sample_clock_hz`` came from: ``stamps`` (measured on the GPU), ``nvml`` or ``none``.
     sample_clock_source: str = "none"
     #: Reason codes of the timer (``nsightwrap.timer.result.Reason``).

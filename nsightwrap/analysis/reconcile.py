@@ -452,6 +452,12 @@ def reconcile(
         notes.append(
             f"{timer.throttled} timer sample(s) ran with the SM clock{thr} and were left out of the statistics"
         )
+    if timer is not None and timer.settling:
+        at = f" (to {_ghz(timer.settled_clock_hz)})" if timer.settled_clock_hz else ""
+        notes.append(
+            f"the first {timer.settling} timer sample(s) ran while the SM clock came back from earlier work{at} "
+            "and were left out of the statistics"
+        )
     if ncu is not None and ncu.excluded_kernels:
         notes.append(
             f"ncu profiled {ncu.excluded_kernels} kernel(s) in the benchmark range outside the iteration "

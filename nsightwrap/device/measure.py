@@ -185,8 +185,11 @@ def _gpu_id(env: _Env) -> GpuId:
 
 
 #: Timer options of every device measurement: no energy tail (power is sampled here), no CUPTI
-#: kernel time, every sample kept (a throttled ceiling is marked, not filtered out).
-_DEVICE_BENCH: dict[str, Any] = {"energy_s": 0.0, "kernel_time": False, "throttle_threshold": None}
+#: kernel time, every sample kept (a throttled ceiling is marked, not filtered out, and the
+#: first samples of a ceiling under load count as they are).
+_DEVICE_BENCH: dict[str, Any] = {
+    "energy_s": 0.0, "kernel_time": False, "throttle_threshold": None, "settle_tolerance": None,
+}
 
 
 def _bench_opts(settings: Settings, kind: str = "") -> dict[str, Any]:

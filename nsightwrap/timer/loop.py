@@ -49,7 +49,15 @@ from nsightwrap.timer.nvml import NvmlSampler, align, reason_names
 from nsightwrap.timer.result import BenchResult, Reason, bench_name
 from nsightwrap.timer.sidecar import sidecar_path, write_sidecar
 from nsightwrap.timer.stamps import Stamps, finite
-from nsightwrap.timer.stats import Stopper, StopReason, StopRule, split_by_clock, summarize
+from nsightwrap.timer.stats import (
+    SETTLE_TOLERANCE,
+    Stopper,
+    StopReason,
+    StopRule,
+    settling_prefix,
+    split_by_clock,
+    summarize,
+)
 from nsightwrap.timer.thermal import thermal_guard
 
 #: Default throttle threshold: a sample whose SM clock is under this fraction of the GPU's
@@ -146,6 +154,7 @@ def bench(
     thermal_timeout_s: float | None = None,
     throttle_threshold: float | None = DEFAULT_THROTTLE_THRESHOLD,
     kernel_time: bool | None = None,
+    settle_tolerance: float | None = SETTLE_TOLERANCE,
 ) -> BenchResult:
     """Time ``fn()`` (GPU work queued on the current stream) with CUDA events.
 
@@ -162,7 +171,9 @@ def bench(
     ``thermal_timeout_s`` (60 s), until the GPU is that many degrees below its slowdown temperature
     (NSIGHTWRAP_THERMAL_MARGIN_C / _TIMEOUT_S set them for every benchmark of a run).
     Each sample's SM clock is measured on the GPU; samples under ``throttle_threshold`` times
-    the maximum SM clock are left out of the statistics (None keeps them all).
+    the maximum SM clock are left out of the statistics (None keeps them all), and so are the
+    first samples while the clock is still more than ``settle_tolerance`` under the clock the
+    benchmark settles at, coming back from earlier work (None keeps them).
     ``kernel_time`` adds the CUPTI kernel time of a few extra calls (``kernel_ns``); by default
     it is on except under the nsys and ncu passes and beside another profiler.
     """
@@ -170,6 +181,11 @@ def bench(
         raise UsageError(
             f"throttle_threshold={throttle_threshold} must be a fraction of the maximum SM clock below 1",
             hint="e.g. throttle_threshold=0.75 (nvbench's default), or None to keep every sample",
+        )
+    if settle_tolerance is not None and not 0 <= settle_tolerance < 1:
+        raise UsageError(
+            f"settle_tolerance={settle_tolerance} must be a fraction of the settled SM clock below 1",
+            hint=f"e.g. settle_tolerance={SETTLE_TOLERANCE}, or None to keep the first samples",
         )
     params = dict(params or {})
     base = name or getattr(fn, "__name__", "") or "bench"
@@ -193,6 +209,7 @@ def bench(
             result = _measure(
                 gpu, fn, full, params, flops, bytes, flush_l2, cuda_graph, graph_calls, hold_queue,
                 subtract_overhead, rule, warmup_s, stage, energy_s, throttle_threshold, kernel_time,
+                settle_tolerance,
             )  # fmt: skip
     finally:
         DOMAIN.pop_range()
@@ -283,6 +300,7 @@ def _measure(
     energy_s: float | None = None,
     throttle_threshold: float | None = DEFAULT_THROTTLE_THRESHOLD,
     kernel_time: bool | None = None,
+    settle_tolerance: float | None = SETTLE_TOLERANCE,
 ) -> BenchResult:
     per_call_ns, warm_calls = warmup(gpu, fn, warmup_s)
     if flush_l2:
@@ -310,6 +328,7 @@ def _measure(
     method["throttle_threshold"] = throttle_threshold
     method["throttle_threshold_hz"] = threshold_hz
     method["max_sm_clock_hz"] = gpu.max_sm_hz
+    method["settle_tolerance"] = settle_tolerance
     stamps, why = Stamps.load(
         gpu.torch, gpu.device["sm_count"], f"cuda:{gpu.index}", max(rule.max_samples, KERNEL_TIME_CALLS)
     )
@@ -319,7 +338,7 @@ def _measure(
     with NvmlSampler(gpu.nvml) as sampler:
         loop = _sample_loop(
             gpu, runner, flush_l2, cuda_graph, k, per_call_ns, hold_queue, subtract_overhead, rule, method,
-            stamps, threshold_hz,
+            stamps, threshold_hz, settle_tolerance,
         )  # fmt: skip
         # Right after the samples, before the energy window heats the GPU: the same conditions.
         kernel = _kernel_time(gpu, runner, k, flush_l2, method, stamps, stage, kernel_time)
@@ -345,7 +364,9 @@ class _Loop:
     clocks: list[float | None] = field(default_factory=list)  # SM clock from the stamps, Hz
     spans_ns: list[float | None] = field(default_factory=list)  # globaltimer between the stamps
     kept: list[int] = field(default_factory=list)
-    rejected: list[int] = field(default_factory=list)
+    rejected: list[int] = field(default_factory=list)  # throttled
+    settling: list[int] = field(default_factory=list)  # first samples, clock still coming back
+    settled_clock_hz: float | None = None
     reason: StopReason = StopReason.PRECISION
     pauses_s: float = 0.0
     elapsed_s: float = 0.0
@@ -367,11 +388,13 @@ def _sample_loop(
     method: dict[str, Any],
     stamps: Stamps | None,
     threshold_hz: float | None,
+    settle_tolerance: float | None = SETTLE_TOLERANCE,
 ) -> _Loop:
     """Hold, flush, stamp, time, synchronize: one sample at a time (see ``gpu.window_ns``).
 
     Every few samples (``Stopper.next_batch``) the stamps are read, samples under the throttle
-    threshold are set aside, and the stopping rule looks at the rest. After a throttled batch the
+    threshold and the first samples while the clock settles are set aside, and the stopping rule
+    looks at the rest. After a throttled batch the
     host pauses (``THROTTLE_PAUSE_S``, growing) so that the GPU can recover, as nvbench does.
     """
     torch = gpu.torch
@@ -421,7 +444,7 @@ def _sample_loop(
         loop.windows.append((t_end - w * 1e-9, t_end))
         if len(loop.raw_ns) < next_check:
             continue
-        _split(loop, stamps, threshold_hz)
+        _split(loop, stamps, threshold_hz, settle_tolerance)
         reason = stopper.check(loop.kept_samples(), taken=len(loop.raw_ns))
         fresh = [j for j in loop.rejected if j >= checked]
         checked = len(loop.raw_ns)
@@ -435,20 +458,26 @@ def _sample_loop(
             pause = THROTTLE_PAUSE_S
         per_sample_s = max(stopper.elapsed_s - loop.pauses_s, 1e-6) / len(loop.raw_ns)
         next_check = len(loop.raw_ns) + stopper.next_batch(len(loop.raw_ns), per_sample_s)
-    _split(loop, stamps, threshold_hz)
+    _split(loop, stamps, threshold_hz, settle_tolerance)
     loop.reason = reason
     loop.elapsed_s = stopper.elapsed_s
     return loop
 
 
-def _split(loop: _Loop, stamps: Stamps | None, threshold_hz: float | None) -> None:
-    """Read the stamps taken so far and split the samples into kept and throttled."""
+def _split(
+    loop: _Loop, stamps: Stamps | None, threshold_hz: float | None, settle_tolerance: float | None = None
+) -> None:
+    """Read the stamps taken so far and split the samples into kept, throttled and settling (the
+    first ones, while the clock comes back from earlier work: ``stats.settling_prefix``)."""
     n = len(loop.raw_ns)
     if stamps is not None:
         loop.clocks, loop.spans_ns = stamps.read(n)
     else:
         loop.clocks, loop.spans_ns = [None] * n, [None] * n
-    loop.kept, loop.rejected = split_by_clock(loop.clocks, threshold_hz)
+    kept, loop.rejected = split_by_clock(loop.clocks, threshold_hz)
+    first, loop.settled_clock_hz = settling_prefix(loop.clocks, settle_tolerance)
+    loop.settling = [i for i in kept if i < first]
+    loop.kept = [i for i in kept if i >= first]
 
 
 def _kernel_time(
@@ -516,6 +545,14 @@ def _finish(
             loop.reason = StopReason.THROTTLED
     elif rejected:
         reasons.append(Reason.THROTTLED_SAMPLES_LEFT_OUT)
+    in_stats = set(kept)  # every sample throttled: the settling ones are among them
+    settling = [i for i in loop.settling if i not in in_stats]
+    if settling:
+        reasons.append(Reason.SETTLING_SAMPLES_LEFT_OUT)
+    # Left out, not lost: the settling samples and the clock the benchmark settled at.
+    method["settling_samples"] = len(settling)
+    method["settling_ns"] = [loop.per_call_ns[i] for i in settling]
+    method["settled_clock_hz"] = loop.settled_clock_hz
     samples = [loop.per_call_ns[i] for i in kept]
     stats = summarize(samples)
     method["stop_reason"] = loop.reason.value

@@ -49,6 +49,9 @@ class Reason(str, enum.Enum):
     THROTTLED_SAMPLES_LEFT_OUT = "throttled_samples_left_out"
     #: Every sample ran under the threshold: the statistics use them all, read them as throttled.
     EVERY_SAMPLE_THROTTLED = "every_sample_throttled"
+    #: The first samples ran while the SM clock was still coming back from earlier work (more
+    #: than ``settle_tolerance`` under the clock the benchmark settled at) and were left out.
+    SETTLING_SAMPLES_LEFT_OUT = "settling_samples_left_out"
     #: ``fn`` blocks the host (a synchronize, ``.item()``): the queue could not be held, and the
     #: windows hold host time and launch latency.
     FN_BLOCKS_HOST = "fn_blocks_host"
@@ -253,6 +256,9 @@ class BenchResult:
                 thr = self.method.get("throttle_threshold_hz")
                 under = f" under {thr / 1e9:.2f} GHz" if isinstance(thr, (int, float)) and thr else ""
                 clk += f", {self.throttled} samples left out (SM clock{under})"
+            settling = self.method.get("settling_samples")
+            if isinstance(settling, int) and settling:
+                clk += f", first {settling} left out (clock settling)"
             if self.throttle_reasons:
                 clk += f", NVML: {', '.join(self.throttle_reasons)}"
             extra.append(clk)

@@ -204,3 +204,31 @@ def split_by_clock(
         else:
             kept.append(i)
     return kept, out
+
+
+#: Leading samples whose SM clock is more than this fraction under the clock the benchmark
+#: settles at are still recovering from earlier work and are left out (``settling_prefix``).
+SETTLE_TOLERANCE = 0.01
+
+
+def settling_prefix(
+    clocks: Sequence[float | None], tolerance: float | None = SETTLE_TOLERANCE
+) -> tuple[int, float | None]:
+    """How many leading samples ran while the SM clock was still coming back from earlier work,
+    and the clock it came back to (Hz): the samples before the first one whose clock is within
+    ``tolerance`` of the median clock of the later half, at most half of them.
+
+    On an H200 a bf16 GEMM timed right after 50 ms of back-to-back calls ran its first samples at
+    1.49 GHz and its last at 1.59 GHz, and read 6% longer for it (docs/timer.md, "What ran
+    before"): a median over the benchmark then depends on what the script did before it. ``(0,
+    None)`` with the rule off (``tolerance`` None), without clocks or with too few of them."""
+    n = len(clocks)
+    later = [float(c) for c in clocks[n // 2 :] if c is not None and math.isfinite(c)]
+    if tolerance is None or tolerance <= 0 or len(later) < 4:
+        return 0, None
+    steady = float(np.median(later))
+    floor = (1.0 - tolerance) * steady
+    for i, c in enumerate(clocks[: n // 2]):
+        if c is not None and math.isfinite(c) and c >= floor:
+            return i, steady
+    return n // 2, steady

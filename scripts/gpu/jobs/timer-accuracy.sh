@@ -3,8 +3,8 @@
 # Runs from the repository root after `. scripts/gpu/env.sh` (NSIGHTWRAP_EXTRA_WHEELS=.whl-nvbench);
 # everything it keeps goes to $JOB_OUT. About 230 s; the energy window of nsightwrap.bench is
 # shortened to 0.2 s for the tests (NSIGHTWRAP_ENERGY_S) so that they fit. SKIP_TESTS=1: the
-# benchmark alone (about 120 s); NCU_ITERS (30), REF_ITERS (NCU_ITERS), ROUNDS (3) and BENCH_LIMIT (185 s) set its ncu
-# iterations, rounds and time limit, TESTS_LIMIT the tests' (by default what is left of 310 s).
+# benchmark alone (about 120 s); NCU_ITERS (30), REF_ITERS (NCU_ITERS), ROUNDS (3), ORDER (fixed) and BENCH_LIMIT
+# (185 s) set its ncu iterations, rounds, method order and time limit, TESTS_LIMIT the tests' (by default what is left of 310 s).
 set -x
 OUT=${JOB_OUT:-/tmp/timer-accuracy-out}
 mkdir -p "$OUT/runs"
@@ -20,7 +20,7 @@ ncu --version | tail -n 1
 ls -la .ref/ || echo "no .ref"
 
 step "timer accuracy benchmark"
-timeout "${BENCH_LIMIT:-185}" python3 benchmarks/timer_accuracy.py --rounds "${ROUNDS:-3}" --ncu-iters "${NCU_ITERS:-30}" ${REF_ITERS:+--ref-iters "$REF_ITERS"} \
+timeout "${BENCH_LIMIT:-185}" python3 benchmarks/timer_accuracy.py --rounds "${ROUNDS:-3}" --ncu-iters "${NCU_ITERS:-30}" ${REF_ITERS:+--ref-iters "$REF_ITERS"} ${ORDER:+--order "$ORDER"} \
     --out "$OUT/timer-accuracy.md" --json "$OUT/timer-accuracy.json" > "$OUT/timer-accuracy.stdout" 2> "$OUT/timer-accuracy.stderr"
 echo "benchmark rc=$?"
 cat "$OUT/timer-accuracy.stdout"
