@@ -332,7 +332,7 @@ def method_order(r: int, order: str) -> tuple[str, ...]:
 
 
 def measure_plain(
-    names: Sequence[str], rounds: int, quick: bool, workdir: Path, places: int = 1, order: str = "fixed"
+    names: Sequence[str], rounds: int, quick: bool, workdir: Path, places: int = 1, order: str = "rotate"
 ) -> dict[str, Any]:
     """Every method for every kernel, ``rounds`` times, in this process; round ``r`` reads the
     kernels on place ``r % places``, its methods in ``method_order(r, order)``."""
@@ -1225,10 +1225,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                     help="sets of buffers each kernel is read on (default --rounds): round r reads place r mod "
                     "--places, and ncu's iterations are spread over as many places; a 2 us kernel's duration "
                     "depends on where its buffers lie (benchmarks/placement_study.py)")  # fmt: skip
-    ap.add_argument("--order", choices=("fixed", "rotate"), default="fixed",
-                    help="the order of the in-process methods in a round: always the timer first (fixed), or "
-                    "rotated by one method per round (rotate), so that no method always runs right after the "
-                    "previous kernel's heavy peers (benchmarks/order_study.py)")  # fmt: skip
+    ap.add_argument("--order", choices=("rotate", "fixed"), default="rotate",
+                    help="the order of the in-process methods in a round: rotated by one method per round "
+                    "(rotate, the default), so that each runs first once in as many rounds, right after the "
+                    "previous kernel's heavy peers; or always the timer first (fixed, as until 2026-12-02 "
+                    "07:12): what ran just before moves a reading by up to 0.4% (benchmarks/order_study.py)")  # fmt: skip
     ap.add_argument("--ref-iters", type=int, default=None,
                     help="iterations of the reference run (the duration alone; default --ncu-iters): its median "
                     "is what every error is taken against, and 30 iterations of a 2 us kernel spread over a third "

@@ -3,7 +3,7 @@
 # Runs from the repository root after `. scripts/gpu/env.sh` (NSIGHTWRAP_EXTRA_WHEELS=.whl-nvbench);
 # everything it keeps goes to $JOB_OUT. About 230 s; the energy window of nsightwrap.bench is
 # shortened to 0.2 s for the tests (NSIGHTWRAP_ENERGY_S) so that they fit. SKIP_TESTS=1: the
-# benchmark alone (about 120 s); NCU_ITERS (30), REF_ITERS (NCU_ITERS), ROUNDS (3), ORDER (fixed) and BENCH_LIMIT
+# benchmark alone (about 120 s); NCU_ITERS (30), REF_ITERS (NCU_ITERS), ROUNDS (3), ORDER (rotate) and BENCH_LIMIT
 # (185 s) set its ncu iterations, rounds, method order and time limit, TESTS_LIMIT the tests' (by default what is left of 310 s).
 set -x
 OUT=${JOB_OUT:-/tmp/timer-accuracy-out}
