@@ -1229,7 +1229,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                     help="the order of the in-process methods in a round: rotated by one method per round "
                     "(rotate, the default), so that each runs first once in as many rounds, right after the "
                     "previous kernel's heavy peers; or always the timer first (fixed, as until 2026-12-02 "
-                    "07:12): what ran just before moves a reading by up to 0.4% (benchmarks/order_study.py)")  # fmt: skip
+                    "07:12): what ran just before moves a reading by up to 0.4%% (benchmarks/order_study.py)")  # fmt: skip
     ap.add_argument("--ref-iters", type=int, default=None,
                     help="iterations of the reference run (the duration alone; default --ncu-iters): its median "
                     "is what every error is taken against, and 30 iterations of a 2 us kernel spread over a third "

@@ -506,23 +506,33 @@ def test_study_round_line_prints_each_variants_median_in_us() -> None:
 
 RECORDED_RUNS = ("timer-accuracy-5iters-a", "timer-accuracy-5iters-b", "timer-accuracy-0004",
                  "timer-accuracy-0318", "timer-accuracy-0331", "timer-accuracy-0421", "timer-accuracy-0427",
-                 "timer-accuracy-0529", "timer-accuracy-0533", "timer-accuracy")  # fmt: skip
-#: Runs with the call's memset in the reference (five rounds each, seven H200s): per run, the line
-#: each target's summary gives as measured, at the timer's clock and against ncu's kernels alone;
-#: the places each kernel was read on (``--places``); ncu's iterations in the reference run.
+                 "timer-accuracy-0529", "timer-accuracy-0533", "timer-accuracy-0548", "timer-accuracy-0652-rotate",
+                 "timer-accuracy-0703", "timer-accuracy-0712", "timer-accuracy")  # fmt: skip
+#: Runs with the call's memset in the reference (five rounds each, eleven H200s): per run, the line
+#: each target's summary gives as measured, at the timer's clock and against ncu's kernels alone
+#: (one line where the three agree); the places each kernel was read on (``--places``); ncu's
+#: iterations in the reference run; the order of the in-process methods (``--order``).
 MEMSET_RUNS = {
     "timer-accuracy-0318": ("8 of 9 (missed: add_4k)", "9 of 9",
-                            ("8 of 9 (missed: attention)", "8 of 9 (missed: mm_square)", "8 of 9 (missed: attention)"), 1, 30),
-    "timer-accuracy-0331": ("8 of 9 (missed: add_4k)", "9 of 9", ("9 of 9", "9 of 9", "9 of 9"), 1, 30),
-    "timer-accuracy-0421": ("9 of 9", "9 of 9", ("8 of 9 (missed: mm_square)", "8 of 9 (missed: mm_square)", "9 of 9"), 1, 100),
+                            ("8 of 9 (missed: attention)", "8 of 9 (missed: mm_square)", "8 of 9 (missed: attention)"), 1, 30, "fixed"),
+    "timer-accuracy-0331": ("8 of 9 (missed: add_4k)", "9 of 9", ("9 of 9", "9 of 9", "9 of 9"), 1, 30, "fixed"),
+    "timer-accuracy-0421": ("9 of 9", "9 of 9", ("8 of 9 (missed: mm_square)", "8 of 9 (missed: mm_square)", "9 of 9"), 1, 100, "fixed"),
     "timer-accuracy-0427": ("8 of 9 (missed: add_4k)", "9 of 9",
-                            ("7 of 9 (missed: attention, mm_square)", "8 of 9 (missed: attention)", "8 of 9 (missed: attention)"), 1, 100),
+                            ("7 of 9 (missed: attention, mm_square)", "8 of 9 (missed: attention)", "8 of 9 (missed: attention)"), 1, 100, "fixed"),
     "timer-accuracy-0529": ("9 of 9", "9 of 9",
-                            ("8 of 9 (missed: attention)", "7 of 9 (missed: attention, mm_square)", "7 of 9 (missed: attention, mm_square)"), 5, 100),
+                            ("8 of 9 (missed: attention)", "7 of 9 (missed: attention, mm_square)", "7 of 9 (missed: attention, mm_square)"), 5, 100, "fixed"),
     "timer-accuracy-0533": ("9 of 9", "9 of 9",
-                            ("8 of 9 (missed: mm_square)", "8 of 9 (missed: mm_square)", "8 of 9 (missed: mm_square)"), 5, 100),
-    "timer-accuracy": ("9 of 9", "8 of 9 (missed: relu_1m)",
-                       ("7 of 9 (missed: attention, mm_square)", "8 of 9 (missed: attention)", "7 of 9 (missed: attention, mm_square)"), 5, 100),
+                            ("8 of 9 (missed: mm_square)", "8 of 9 (missed: mm_square)", "8 of 9 (missed: mm_square)"), 5, 100, "fixed"),
+    "timer-accuracy-0548": ("9 of 9", "8 of 9 (missed: relu_1m)",
+                            ("7 of 9 (missed: attention, mm_square)", "8 of 9 (missed: attention)", "7 of 9 (missed: attention, mm_square)"), 5, 100, "fixed"),
+    "timer-accuracy-0652-rotate": ("9 of 9", "9 of 9",
+                                   ("9 of 9", "8 of 9 (missed: attention)", "8 of 9 (missed: mm_square)"), 5, 100, "rotate"),
+    "timer-accuracy-0703": ("9 of 9", "8 of 9 (missed: add_4k)",
+                            ("7 of 9 (missed: attention, mm_square)", "8 of 9 (missed: attention)", "7 of 9 (missed: attention, mm_square)"), 5, 100, "fixed"),
+    "timer-accuracy-0712": ("8 of 9 (missed: add_4k)", "9 of 9",
+                            ("8 of 9 (missed: attention)", "8 of 9 (missed: attention)", "7 of 9 (missed: attention, mm_square)"), 5, 100, "fixed"),
+    "timer-accuracy": (("9 of 9", "8 of 9 (missed: add_4k)", "9 of 9"), "9 of 9",
+                       ("9 of 9", "8 of 9 (missed: attention)", "9 of 9"), 5, 100, "rotate"),
 }  # fmt: skip
 
 
@@ -535,7 +545,7 @@ def test_the_runs_with_the_memset_in_the_reference() -> None:
     acc = _accuracy_module()
     doc_text = (ROOT / "docs" / "timer-accuracy.md").read_text()
     texts = {}
-    for name, (first, second, third, places, iters) in MEMSET_RUNS.items():
+    for name, (first, second, third, places, iters, order) in MEMSET_RUNS.items():
         path = ROOT / "docs" / f"{name}.json.gz"
         saved, rows = acc._saved_rows(path)
         stored = {r["kernel"]: r for r in saved["rows"]}
@@ -555,13 +565,18 @@ def test_the_runs_with_the_memset_in_the_reference() -> None:
         assert {len(r.iterations_ns) for r in benches.values()} == {iters // places}
         pooled = acc.pooled_refs(saved["ncu_none_duration"])
         assert sorted(pooled) == sorted(acc.KERNELS) and {len(r.iterations_ns) for r in pooled.values()} == {iters}
+        assert saved["plain"].get("order", "fixed") == order
         for k, rounds in ((k, v["rounds"]) for k, v in saved["plain"]["kernels"].items()):
             assert [r.get("place", 0) for r in rounds] == [i % places for i in range(len(rounds))], (name, k)
+            # rotated: each in-process method ran first once, right after the previous kernel's last
+            firsts = [r.get("order", acc.PLAIN_METHODS)[0] for r in rounds]
+            assert firsts == (list(acc.PLAIN_METHODS) if order == "rotate" else ["timer"] * len(rounds)), (name, k)
         texts[name] = text = acc.tables_from(path)
-        assert text.count(f"within 3% (>= 10 us) / 5% (2-10 us) of ncu: {first}\n") == 3, name
-        assert text.count(f"no more than 1 point further from ncu than the reference loop: {second}\n") == 3, name
-        got = [ln.split("triton do_bench: ", 1)[1] for ln in text.splitlines() if ln.startswith("- closer to ncu than")]
-        assert tuple(got) == third, name
+        for prefix, want in (("- within 3% (>= 10 us) / 5% (2-10 us) of ncu: ", first),
+                             ("- no more than 1 point further from ncu than the reference loop: ", second),
+                             ("- closer to ncu than nvbench cold, the do_bench_cuda recipe and triton do_bench: ", third)):  # fmt: skip
+            got = tuple(ln[len(prefix):] for ln in text.splitlines() if ln.startswith(prefix))
+            assert got == (want if isinstance(want, tuple) else (want,) * 3), (name, prefix)
     # the doc's tables are the latest run's, made again from its JSON
     body = texts["timer-accuracy"].split("\n", 1)[1]
     table = body.split("Clocks and clock elasticity", 1)[0].strip()
@@ -603,7 +618,9 @@ def test_the_runs_table_is_the_docs() -> None:
     assert "| 5 | 1 | 100 | 8 of 9 (add_4k) / 9 of 9 / 7 of 9 (attention, mm_square) |" in lines["timer-accuracy-0427.json.gz"]
     assert "| 5 | 5 | 100 | 9 of 9 / 9 of 9 / 8 of 9 (attention) |" in lines["timer-accuracy-0529.json.gz"]
     assert "| 5 | 5 | 100 | 9 of 9 / 9 of 9 / 8 of 9 (mm_square) |" in lines["timer-accuracy-0533.json.gz"]
-    assert "| 5 | 5 | 100 | 9 of 9 / 8 of 9 (relu_1m) / 7 of 9 (attention, mm_square) |" in lines["timer-accuracy.json.gz"]
+    assert "| 5 | 5 | 100 | 9 of 9 / 8 of 9 (relu_1m) / 7 of 9 (attention, mm_square) |" in lines["timer-accuracy-0548.json.gz"]
+    assert "| 5 | 5 | 100 | 8 of 9 (add_4k) / 9 of 9 / 8 of 9 (attention) |" in lines["timer-accuracy-0712.json.gz"]
+    assert "| 5 | 5 | 100 | 9 of 9 / 9 of 9 / 9 of 9 |" in lines["timer-accuracy.json.gz"]
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "timer_accuracy.py"), "--runs", *map(str, paths)],
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 0 and out.stdout.strip() == table

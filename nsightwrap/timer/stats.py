@@ -218,8 +218,8 @@ def settling_prefix(
     and the clock it came back to (Hz): the samples before the first one whose clock is within
     ``tolerance`` of the median clock of the later half, at most half of them.
 
-    On an H200 a bf16 GEMM timed right after 50 ms of back-to-back calls ran its first samples at
-    1.49 GHz and its last at 1.59 GHz, and read 6% longer for it (docs/timer.md, "What ran
+    On an H200 a bf16 GEMM timed right after some 60 ms of back-to-back calls ran its first samples
+    at 1.49 GHz and its last at 1.59 GHz, and read 6% longer for it (docs/timer.md, "What ran
     before"): a median over the benchmark then depends on what the script did before it. ``(0,
     None)`` with the rule off (``tolerance`` None), without clocks or with too few of them."""
     n = len(clocks)
