@@ -394,8 +394,8 @@ def _sample_loop(
 
     Every few samples (``Stopper.next_batch``) the stamps are read, samples under the throttle
     threshold and the first samples while the clock settles are set aside, and the stopping rule
-    looks at the rest. After a throttled batch the host pauses (``THROTTLE_PAUSE_S``, growing) so
-    that the GPU can recover, as nvbench does.
+    looks at the rest. After a throttled batch the
+    host pauses (``THROTTLE_PAUSE_S``, growing) so that the GPU can recover, as nvbench does.
     """
     torch = gpu.torch
     hold = hold_queue and gpu.has_sleep
@@ -465,7 +465,7 @@ def _sample_loop(
 
 
 def _split(
-    loop: _Loop, stamps: Stamps | None, threshold_hz: float | None, settle_tolerance: float | None
+    loop: _Loop, stamps: Stamps | None, threshold_hz: float | None, settle_tolerance: float | None = None
 ) -> None:
     """Read the stamps taken so far and split the samples into kept, throttled and settling (the
     first ones, while the clock comes back from earlier work: ``stats.settling_prefix``)."""
