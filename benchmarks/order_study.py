@@ -18,7 +18,6 @@ method's reading by what preceded it. Needs a GPU for a run.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import statistics
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ncu_gap import load  # noqa: E402  (a saved study, for --tables-from and the tests)
 from timer_accuracy import do_bench_cuda, make_kernel, reference_loop  # noqa: E402
 
 DEFAULT_KERNELS = ("softmax_4k", "layernorm_4k", "add_16m", "attention", "mm_square")
@@ -143,13 +143,6 @@ def render(doc: dict[str, Any]) -> str:
         cells = [f"{c[f'{s} ns'] / 1e3:.3f} ({c[f'{s} temp_c']:.0f} C)" for s in ("after heat", "after idle", "second")]
         lines.append(f"| {c['kernel']} | {c['method']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def load(path: Path) -> dict[str, Any]:
-    """A saved study (``--json``), gzipped or not."""
-    raw = path.read_bytes()
-    doc: dict[str, Any] = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-    return doc
 
 
 def main(argv: Sequence[str] | None = None) -> None:
