@@ -269,6 +269,15 @@ def profile_command(
             "the SM clock); durations are then the ncu pass's and clock elasticities a guess from its counters.",
         ),
     ] = False,
+    no_gpu_metrics: Annotated[
+        bool,
+        typer.Option(
+            "--no-gpu-metrics",
+            help="Do not sample the GPU's counters in the nsys pass (--gpu-metrics-devices). Without them no "
+            "benchmark of an unmodified script gets a GPU-measured SM clock, and its ratio is taken at ncu's own "
+            "clock (docs/reconciliation.md).",
+        ),
+    ] = False,
     shard: Annotated[
         str | None,
         typer.Option("--shard", metavar="I/N", help="Time only shard I (0 to N-1) of the benchmarks (docs/cluster.md)."),
@@ -325,7 +334,7 @@ def profile_command(
         metrics=DEFAULT_NCU_METRICS + tuple(m for m in extra_metrics if m not in DEFAULT_NCU_METRICS),
         section_set=section_set, ncu_extra=tuple(split_args(ncu_args, "--ncu-args")),
         nsys_extra=tuple(split_args(nsys_args, "--nsys-args")), quiet=quiet, verbose=verbose,
-        shard=_shard_spec(shard, shard_by, replicate, gpus), clock_sweep=not no_clock_sweep,
+        shard=_shard_spec(shard, shard_by, replicate, gpus), clock_sweep=not no_clock_sweep, gpu_metrics=not no_gpu_metrics,
     )  # fmt: skip
     if gpus is not None:
         g = GpuRun(gpus, s.target, target_tokens, output, replicate, shard_by, allow_failed_shards, quiet,

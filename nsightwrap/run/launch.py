@@ -218,21 +218,33 @@ def nvtx_include_filter(filters: Sequence[str]) -> list[str]:
     return argv
 
 
+#: GPU-metrics sampling of the nsys pass: every device (the target picks its own), at 20 kHz
+#: (a sample every 50 us: a 1 ms kernel holds 20, a 12 us one is caught by every fourth call).
+GPU_METRICS_DEVICES = "all"
+GPU_METRICS_HZ = 20_000
+
+
 def nsys_argv(
     nsys: str,
     target: Sequence[str],
     report_base: Path,
     *,
     cuda_event_trace_flag: bool,
+    gpu_metrics_flag: bool = False,
     extra: Sequence[str] = (),
 ) -> list[str]:
     """``nsys profile`` tracing CUDA and NVTX only: no CPU sampling or context switches (they
     add overhead and nothing the reconciliation uses); CUDA graphs traced per node so graph
     kernels appear one by one; CUDA event tracing off where nsys can (it adds work to every
-    event record, and the timer records many)."""
+    event record, and the timer records many). With ``gpu_metrics_flag`` the GPU's own counters
+    are sampled at 20 kHz (``GPU_METRICS``): the GPC clock there is the SM clock the benchmarks'
+    kernels ran at, measured on the GPU, which the analysis uses as each benchmark's clock
+    (NVML and nvidia-smi, read from the host, miss the drop under sustained load)."""
     argv = [nsys, "profile", "-t", "cuda,nvtx", "-s", "none", "--cpuctxsw=none", "--cuda-graph-trace=node"]
     if cuda_event_trace_flag:
         argv.append("--cuda-event-trace=false")
+    if gpu_metrics_flag:
+        argv += [f"--gpu-metrics-devices={GPU_METRICS_DEVICES}", f"--gpu-metrics-frequency={GPU_METRICS_HZ}"]
     argv += ["-o", str(report_base), "-f", "true", *extra, *target]
     return argv
 

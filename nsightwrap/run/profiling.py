@@ -114,13 +114,15 @@ class Settings:
     labels: tuple[tuple[str, str], ...] = ()
     #: Run the clock-sweep pass (ncu again at --clock-control base) after the ncu pass.
     clock_sweep: bool = True
+    #: Sample the GPU's counters in the nsys pass (the GPC clock: each benchmark's measured clock).
+    gpu_metrics: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {
             "passes": list(self.passes), "timeout_s": self.timeout_s, "fail_fast": self.fail_fast,
             "ncu_iters": self.ncu_iters, "nvtx_filter": list(self.nvtx_filter), "metrics": list(self.metrics),
             "set": self.section_set, "ncu_args": list(self.ncu_extra), "nsys_args": list(self.nsys_extra),
-            "clock_sweep": self.clock_sweep, "capture": self.capture, "labels": dict(self.labels),
+            "clock_sweep": self.clock_sweep, "gpu_metrics": self.gpu_metrics, "capture": self.capture, "labels": dict(self.labels),
         }  # fmt: skip
 
 
@@ -200,6 +202,8 @@ class Profiler:
         self.sampler: SamplerRecord | None = None
         self.interrupted = False
         self.nsys_event_flag = False
+        #: nsys can sample the GPU's counters (``--gpu-metrics-devices``) and the user did not turn it off.
+        self.nsys_gpu_metrics = False
         self.zero_kernels = False
 
     # -- one command ------------------------------------------------------------------------
@@ -337,11 +341,26 @@ class Profiler:
             self.s.argv,
             L.nsys_report_base,
             cuda_event_trace_flag=self.nsys_event_flag,
+            gpu_metrics_flag=self.nsys_gpu_metrics,
             extra=self.s.nsys_extra,
         )
         env = pass_env(L.root, PASS_NSYS, self._target_env())
         cmds = [self._run(PASS_NSYS, argv, env, deadline)]
         problem = self._command_problem(PASS_NSYS, "nsys profile", cmds[0])
+        if problem is not None and self.nsys_gpu_metrics and not self.interrupted and cmds[0].status != "timeout":
+            # GPU metrics need the GPU's performance counters (admin rights on many machines): one
+            # more try without them keeps the timeline; the clock then comes from elsewhere.
+            self.display.warn(
+                "nsys pass: nsys failed with --gpu-metrics-devices (no access to the GPU's counters?); "
+                "trying again without GPU metrics: benchmarks get no GPU-measured clock from nsys"
+            )
+            self.nsys_gpu_metrics = False
+            argv = nsys_argv(
+                nsys.path, self.s.argv, L.nsys_report_base, cuda_event_trace_flag=self.nsys_event_flag,
+                gpu_metrics_flag=False, extra=self.s.nsys_extra,
+            )  # fmt: skip
+            cmds.append(self._run(PASS_NSYS, argv, env, deadline, "retry."))
+            problem = self._command_problem(PASS_NSYS, "nsys profile", cmds[-1])
         if problem is None and not self.interrupted and not L.nsys_rep.is_file():
             problem = self._import_qdstrm(nsys, cmds, deadline)
         if problem is None and not self.interrupted and L.nsys_rep.is_file():
@@ -513,9 +532,10 @@ def find_tools(
 
 def capture_env(
     layout: RunLayout, tools: dict[str, Tool]
-) -> tuple[dict[str, Tool], dict[str, Any] | None, bool, str]:
-    """Versions, ``nvidia-smi -q -x``, nsys capabilities: probed side by side (each may take a
-    second) and saved to env/ before any pass runs."""
+) -> tuple[dict[str, Tool], dict[str, Any] | None, tuple[bool, bool], str]:
+    """Versions, ``nvidia-smi -q -x``, nsys capabilities (``--cuda-event-trace``,
+    ``--gpu-metrics-devices``): probed side by side (each may take a second) and saved to env/
+    before any pass runs."""
     import json
 
     smi = tools.get("nvidia-smi")
@@ -539,17 +559,19 @@ def capture_env(
             if gpu:
                 versioned["nvidia-smi"] = Tool("nvidia-smi", smi.path, smi.found_by, gpu.get("driver"))
     event_flag = supports_flag(got.get("nsys_help", ""), "--cuda-event-trace")
+    metrics_flag = supports_flag(got.get("nsys_help", ""), "--gpu-metrics-devices")
     importer = find_qdstrm_importer(tools[PASS_NSYS].path) if PASS_NSYS in tools else None
     info: dict[str, Any] = describe(list(versioned.values()))
     if PASS_NSYS in info:
         info[PASS_NSYS]["cuda_event_trace_flag"] = event_flag
+        info[PASS_NSYS]["gpu_metrics_flag"] = metrics_flag
         info[PASS_NSYS]["qdstrm_importer"] = str(importer) if importer else None
     info["python"] = {"path": sys.executable, "version": sys.version.split()[0]}
     layout.tools_json.write_text(json.dumps(info, indent=2) + "\n")
     return (
         versioned,
         gpu,
-        event_flag,
+        (event_flag, metrics_flag),
         "" if smi and gpu else "no nvidia-smi -q -x (nvidia-smi missing or failing)",
     )
 
@@ -619,7 +641,8 @@ def run_passes(
     git = None
     try:
         with sigterm_as_interrupt():
-            tools, gpu, prof.nsys_event_flag, note = capture_env(layout, tools)
+            tools, gpu, (prof.nsys_event_flag, metrics_flag), note = capture_env(layout, tools)
+            prof.nsys_gpu_metrics = s.gpu_metrics and metrics_flag
             prof.tools = tools
             if note:
                 display.warn(note)
