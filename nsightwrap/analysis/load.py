@@ -31,11 +31,13 @@ from nsightwrap.analysis.clocks import (
     reference_clock,
 )
 from nsightwrap.analysis.decompose import Timeline, nsys_timelines
-from nsightwrap.analysis.iterations import ncu_stats_all, nsys_iterations, nsys_stats_all
+from nsightwrap.analysis.gpuclock import MAX_SLOWDOWN, MIN_SAMPLES, kernel_clocks, stamps_clock, with_slowdown
+from nsightwrap.analysis.iterations import NsysIterations, ncu_stats_all, nsys_iterations, nsys_stats_all
 from nsightwrap.analysis.model import (
     BenchmarkResult,
     ClockSample,
     Environment,
+    MeasuredClock,
     NcuStats,
     NsysStats,
     RunResult,
@@ -80,7 +82,6 @@ def analyze(
         manifest, layout, next((str(d["torch_version"]) for _, d in sidecars if d.get("torch_version")), None)
     )
     samples = _one_gpu(_read_samples(layout, notes), [d.get("device") for _, d in sidecars], notes)
-    plain_hz = plain_clock_from_samples(samples) if samples is not None else None
 
     specs = [_spec(b, f"{p}: benchmark {i}") for p, d in sidecars for i, b in enumerate(d["benchmarks"])]
     specs = _merge_specs(specs)
@@ -91,31 +92,23 @@ def analyze(
             "no in-process timings were found (no plain/timer-*.json): benchmarks come from the "
             "target's own NVTX ranges and only the profilers' numbers are compared"
         )
-    # Unmodified scripts (analysis/captured.py): the clocks and method facts of captured timings,
-    # a benchmark per NVTX range of the script's own, what the capture layer could not capture.
+    # Unmodified scripts (analysis/captured.py): method facts of captured timings, a benchmark
+    # per NVTX range of the script's own, what the capture layer could not capture.
     specs = with_event_method(with_window_clocks(specs, sidecars, samples, _plain_start(manifest)), nsys)
     specs, ncu, nsys = range_benchmarks(specs, ncu, nsys, notes)
     notes += capture_notes(sidecars)
 
-    refs: list[tuple[float | None, str]] = []
-    for spec in specs:
-        timer_hz = spec.timer.sm_clock_hz if spec.timer else None
-        ref_hz, ref_src = reference_clock(
-            ref_choice,
-            plain_hz=timer_hz or plain_hz,
-            boost_hz=env.sm_clock_max_hz,
-            base_hz=env.sm_clock_base_hz,
-        )
-        if ref_src == "plain":
-            ref_src = (
-                f"plain ({spec.timer.clock_source})"
-                if timer_hz and spec.timer
-                else "plain (nvidia-smi samples)"
-            )
-            if ref_hz is None:
-                ref_src = "none"
-        refs.append((ref_hz, ref_src))
-    results = _reconcile_all(specs, refs, ncu, nsys, layout, tolerance=tolerance, ncu_cache_control=env.ncu_cache_control)
+    found = (
+        nsys_iterations(nsys.ops, nsys.ranges, nsys.attribution, specs, getattr(nsys, "event_calls", None))
+        if nsys is not None
+        else None
+    )
+    nsys_timers = _nsys_pass_timings(layout)
+    plain_hz = plain_clock_from_samples(samples) if samples is not None else None
+    clocks, refs = benchmark_clocks(specs, found, nsys, nsys_timers, ref_choice, env, manifest, plain_hz)
+    results = _reconcile_all(specs, refs, ncu, found, nsys_timers, tolerance=tolerance,
+                             ncu_cache_control=env.ncu_cache_control)  # fmt: skip
+    results = [replace(r, clock=c) for r, c in zip(results, clocks, strict=True)]
     results = finish_results(results, specs, sidecars, tolerance, ncu, env.ncu_cache_control)
     return attach_power(attach_rooflines(RunResult(
         run_dir=str(run_dir),
@@ -129,12 +122,79 @@ def analyze(
     ), ncu, sidecars, device_file), sidecars, samples)  # fmt: skip
 
 
+def benchmark_clocks(
+    specs: Sequence[BenchmarkSpec],
+    found: NsysIterations | None,
+    nsys: Any,
+    nsys_timers: Mapping[str, float],
+    choice: str | float,
+    env: Environment,
+    manifest: Mapping[str, Any],
+    plain_hz: float | None = None,
+) -> tuple[list[MeasuredClock | None], list[tuple[float | None, str]]]:
+    """Every benchmark's measured SM clock and its reference clock (what ncu is carried to).
+
+    By default (``--clock-ref plain``) the reference is the clock measured on the GPU: the nsys
+    pass's GPC samples inside the benchmark's own kernels, where the nsys pass ran the loop at
+    the plain pass's pace; else nsightwrap.bench's own stamps. A run whose nsys pass sampled no
+    GPU metrics (made before the nsys pass did, or with ``--no-gpu-metrics``) keeps the clock
+    the capture layer or nvidia-smi logged (``plain_hz``), named as read from the host; a run
+    with GPU metrics never takes a host-read clock: a benchmark without a measured one is
+    compared at ncu's own clock, with the reason."""
+    host_only = getattr(nsys, "gpu_clock", None) is None or nsys.gpu_clock.empty
+    gpu = getattr(nsys, "gpu_clock", None)
+    measured = kernel_clocks(found, gpu, len(specs)) if found is not None else [None] * len(specs)
+    plain_ns = [s.timer.median_ns if s.timer else None for s in specs]
+    measured = with_slowdown(measured, plain_ns, [nsys_timers.get(s.nvtx_path) for s in specs])
+    clocks: list[MeasuredClock | None] = []
+    refs: list[tuple[float | None, str]] = []
+    for spec, m in zip(specs, measured, strict=True):
+        timer = spec.timer
+        stamps = stamps_clock(timer.sm_clock_hz, timer.sample_clock_hz) if timer and timer.clock_source == "stamps" else None
+        slowed = m is not None and m.slowdown is not None and m.slowdown > MAX_SLOWDOWN
+        clock = stamps if stamps is not None else (None if slowed else m)
+        if isinstance(choice, float) or choice in ("boost", "base"):
+            refs.append(reference_clock(choice, plain_hz=None, boost_hz=env.sm_clock_max_hz, base_hz=env.sm_clock_base_hz))
+        elif clock is not None:
+            refs.append((clock.mean_hz, clock.source))
+        elif host_only and ((timer and timer.sm_clock_hz) or plain_hz):
+            hz = (timer.sm_clock_hz if timer else None) or plain_hz
+            src = f"plain ({timer.clock_source})" if timer and timer.sm_clock_hz else "plain (nvidia-smi samples)"
+            refs.append((hz, src))
+        else:
+            refs.append((None, "ncu's own clock: " + _no_clock_why(nsys, found, manifest, m)))
+        clocks.append(clock if clock is not None else (m if slowed else None))
+    return clocks, refs
+
+
+def _no_clock_why(nsys: Any, found: NsysIterations | None, manifest: Mapping[str, Any],
+                  m: MeasuredClock | None) -> str:  # fmt: skip
+    """One line: why a benchmark has no GPU-measured clock, and what gives it one."""
+    if m is not None and m.slowdown is not None:
+        return (
+            f"nsys slowed this loop {m.slowdown:.2f}x, so the GPU ran idler there than in the plain pass "
+            f"and its clock ({m.mean_hz / 1e9:.3f} GHz) is not the plain pass's"
+        )
+    if nsys is None:
+        return "no nsys pass (run it for the GPU-measured clock)"
+    gpu = getattr(nsys, "gpu_clock", None)
+    if gpu is None or gpu.empty:
+        flag = _dig(manifest, "settings", "gpu_metrics")
+        if flag is False:
+            return "the nsys pass ran with --no-gpu-metrics"
+        return (
+            "the nsys pass sampled no GPU metrics (an nsys without --gpu-metrics-devices, or no access to the "
+            "GPU's counters: see nsightwrap doctor)"
+        )
+    return f"fewer than {MIN_SAMPLES} GPU-metrics samples overlap the benchmark's kernels"
+
+
 def _reconcile_all(
     specs: Sequence[BenchmarkSpec],
     refs: Sequence[tuple[float | None, str]],
     ncu: pd.DataFrame | None,
-    nsys: Any,
-    layout: RunLayout,
+    found: NsysIterations | None,
+    nsys_timers: Mapping[str, float],
     *,
     tolerance: float,
     ncu_cache_control: str,
@@ -146,13 +206,12 @@ def _reconcile_all(
     )
     s_list: list[NsysStats | None] = [None] * len(specs)
     timelines: list[Timeline | None] = [None] * len(specs)
-    if nsys is not None:
-        found = nsys_iterations(nsys.ops, nsys.ranges, nsys.attribution, specs, getattr(nsys, "event_calls", None))
+    if found is not None:
         s_list = list(nsys_stats_all(found, len(specs)))
         timelines = nsys_timelines(found, specs)
     return reconcile_all(
         specs, n_list, s_list, timelines, refs, tolerance=tolerance, ncu_cache_control=ncu_cache_control,
-        nsys_timers=_nsys_pass_timings(layout),
+        nsys_timers=nsys_timers,
     )  # fmt: skip
 
 

@@ -26,8 +26,14 @@ READABLE_VERSIONS = (1, 2)
 class Verdict(str, Enum):
     """What the reconciliation says about one benchmark's in-process timing."""
 
-    OK = "ok"  # timer and ncu (at the reference clock) agree within the tolerance
-    FLAGGED = "flagged"  # they disagree, or the sources disagree about what ran
+    OK = "ok"  # timer and ncu (at the benchmark's measured clock) agree within the tolerance
+    #: Outside the tolerance, and measured physical parts that are no error of the timing
+    #: (a throttled clock, a dirty-L2 flush the script chose, copies inside the window) explain it.
+    EXPLAINED = "explained"
+    #: The timing is wrong for what it claims (launch-bound, warm-up inside the window, work on
+    #: another stream missed, event cost), or the sources disagree about what ran.
+    FLAGGED = "flagged"
+    UNEXPLAINED = "unexplained"  # outside the tolerance with a residual over 5% of the timing
     NO_TIMER = "no_timer"  # no in-process timings: only the profilers' view is reported
     NO_NCU = "no_ncu"  # no ncu pass: nothing to check the timer against
     NO_DATA = "no_data"  # the benchmark appears nowhere with usable numbers
@@ -173,6 +179,26 @@ class NsysStats:
 
 
 @dataclass(frozen=True)
+class MeasuredClock:
+    """The SM clock a benchmark's own kernels ran at, measured on the GPU.
+
+    ``source`` names the measurement: ``nsys GPU metrics`` (GPC clock samples of the nsys pass
+    weighted by their overlap with the benchmark's kernels, not the whole window: flushes and
+    gaps run at other clocks) or ``timer stamps`` (clock64 against globaltimer around each
+    sample of nsightwrap.bench). ``min_hz``/``max_hz`` are over its windows (iterations).
+    """
+
+    mean_hz: float
+    min_hz: float
+    max_hz: float
+    windows: int
+    samples: int
+    source: str
+    #: The nsys pass's timing of the same benchmark over the plain pass's (1.0: no slow-down).
+    slowdown: float | None = None
+
+
+@dataclass(frozen=True)
 class BenchmarkResult:
     """Everything known about one benchmark, and the verdict."""
 
@@ -205,6 +231,11 @@ class BenchmarkResult:
     #: In a run merged from shards: the UUID of the GPU this benchmark ran on, and its shard.
     gpu_uuid: str | None = None
     shard: int | None = None
+    #: The SM clock measured on the GPU for this benchmark (its ratio is at ``mean_hz``); None:
+    #: no GPU-side measurement, the ratio is at ncu's own clock (``ref_clock_source`` says why).
+    clock: MeasuredClock | None = None
+    #: Launches of one op per window when a window holds several (an amortized loop), else 1.
+    launches_per_window: int = 1
 
 
 @dataclass(frozen=True)

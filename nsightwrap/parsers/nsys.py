@@ -71,6 +71,14 @@ SUMMARY_COLUMNS = [
 ]  # fmt: skip
 
 
+#: Columns of ``NsysReport.gpu_clock``: the sample's time (ns, the timeline of the ops), the
+#: sampled GPU (``GPU_METRICS.typeId``, one per device) and the GPC clock in Hz.
+GPU_CLOCK_COLUMNS = ["t_ns", "gpu", "gpc_clock_hz"]
+#: The GPU-metrics counter read as the SM clock (Hopper and later name it so; the SM clock is
+#: the GPC clock).
+GPC_CLOCK_METRIC = "GPC Clock Frequency%"
+
+
 @dataclass(frozen=True, eq=False)
 class NsysReport:
     """One nsys capture: GPU ops, NVTX ranges and which ranges each op belongs to."""
@@ -84,6 +92,16 @@ class NsysReport:
     #: CUDA calls that shape an event window, one row each (``EVENT_CALL_COLUMNS``): event records
     #: (``record``) and stream waits on an event (``wait``), with their thread and host times.
     event_calls: pd.DataFrame = field(default_factory=lambda: _empty(EVENT_CALL_COLUMNS))
+    #: The GPC (SM) clock the GPU's own counters sampled (``GPU_METRICS``, nsys
+    #: ``--gpu-metrics-devices``), one row per sample (``GPU_CLOCK_COLUMNS``); empty where the
+    #: capture has none.
+    gpu_clock: pd.DataFrame = field(default_factory=lambda: _empty(GPU_CLOCK_COLUMNS))
+
+    def __repr__(self) -> str:
+        return (
+            f"NsysReport({str(self.path)!r}: {len(self.ops)} ops, {len(self.ranges)} NVTX ranges, "
+            f"{len(self.gpu_clock)} GPU clock samples)"
+        )
 
     @property
     def has_nvtx(self) -> bool:
@@ -112,13 +130,36 @@ def read_nsys(path: str | Path, *, detail: bool = True) -> NsysReport:
             ranges = _read_ranges(con, tables, detail)
             meta = _read_meta(con, tables)
             events = _read_event_calls(con, tables) if detail else _empty(EVENT_CALL_COLUMNS)
+            clock = _read_gpu_clock(con, tables)
         except sqlite3.DatabaseError as exc:
             raise ReportParseError(
                 f"{p} is not a readable SQLite database ({exc}; truncated or corrupt?); {REEXPORT}"
             ) from exc
     return NsysReport(
-        path=p, ops=ops, ranges=ranges, attribution=attribute(ops, ranges), meta=meta, event_calls=events
+        path=p, ops=ops, ranges=ranges, attribution=attribute(ops, ranges), meta=meta, event_calls=events,
+        gpu_clock=clock,
     )
+
+
+def _read_gpu_clock(con: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
+    """The GPC clock samples of ``GPU_METRICS``. nsys 2025.x names the metric "GPC Clock Frequency
+    [MHz]" but stores Hz; a capture whose values read like MHz (under 100,000) is scaled."""
+    if not {"GPU_METRICS", "TARGET_INFO_GPU_METRICS"} <= tables:
+        return _empty(GPU_CLOCK_COLUMNS)
+    if not {"timestamp", "typeId", "metricId", "value"} <= _columns(con, "GPU_METRICS"):
+        return _empty(GPU_CLOCK_COLUMNS)
+    ids = con.execute(
+        "SELECT DISTINCT typeId, metricId FROM TARGET_INFO_GPU_METRICS WHERE metricName LIKE ?", (GPC_CLOCK_METRIC,)
+    ).fetchall()
+    if not ids:
+        return _empty(GPU_CLOCK_COLUMNS)
+    cond = " OR ".join(f"(typeId = {int(t)} AND metricId = {int(m)})" for t, m in ids)
+    df = _query(con, {"t_ns": "timestamp", "gpu": "typeId", "gpc_clock_hz": "value"},
+                f"FROM GPU_METRICS WHERE {cond} ORDER BY typeId, timestamp")  # fmt: skip
+    hz = pd.to_numeric(df["gpc_clock_hz"], errors="coerce").astype(float)
+    if len(hz) and float(hz.median()) < 1e5:
+        hz = hz * 1e6
+    return df.assign(t_ns=pd.to_numeric(df["t_ns"], errors="coerce").astype(float), gpc_clock_hz=hz)[GPU_CLOCK_COLUMNS]
 
 
 def _read_event_calls(con: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
