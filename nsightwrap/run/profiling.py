@@ -598,6 +598,15 @@ def _clock_sweep(prof: Profiler, s: Settings, display: Display) -> None:
             display.warn(warning)
 
 
+def planned_pass_count(s: Settings, skipped: tuple[str, ...]) -> int:
+    """How many passes the run will start: the requested ones found, and the clock sweep's two
+    after the ncu pass (for the ``pass i/N`` progress lines)."""
+    n = sum(1 for p in s.passes if p not in skipped)
+    if PASS_NCU in s.passes and PASS_NCU not in skipped and s.clock_sweep:
+        n += len(SWEEP_PASSES)
+    return n
+
+
 def _pass_order(passes: tuple[str, ...], records: dict[str, PassRecord]) -> list[str]:
     """The manifest's pass order: the requested passes, the clock sweep's right after ncu."""
     order = []
@@ -626,6 +635,9 @@ def run_passes(
             g = git_state(_target_dir(s.target))
             git = {"root": g.root, "commit": g.commit, "dirty": g.dirty} if g else None
             runners = {PASS_PLAIN: prof.plain, PASS_NCU: prof.ncu, PASS_NSYS: prof.nsys}
+            set_plan = getattr(display, "set_plan", None)
+            if callable(set_plan):
+                set_plan(planned_pass_count(s, skipped))
             for name in s.passes:
                 if name in skipped:
                     prof.records[name] = PassRecord(name, "skipped", message=f"{name} not found")
