@@ -83,6 +83,12 @@ class _Display:
     def set_plan(self, total_passes: int) -> None:
         self.total_passes = total_passes
 
+    def plan(self, lines: list[str]) -> None:
+        """The run's plan (nsightwrap.run.profiling.Plan): each pass, what it does, its estimate."""
+        if not self.quiet:
+            for line in lines:
+                self.console.print(line, highlight=False, markup=False)
+
     def _head(self, name: str) -> str:
         total = f"/{self.total_passes}" if self.total_passes else ""
         return f"pass {self._index}{total} {name}"
@@ -317,6 +323,22 @@ def profile_command(
             "(docs/capture.md).",
         ),
     ] = False,
+    ncu_kernel_cap: Annotated[
+        int,
+        typer.Option(
+            "--ncu-kernel-cap", min=0, metavar="N",
+            help="Profile at most N instances of each distinct kernel launch (kernel and grid/block shape) in "
+            "the ncu passes: graph replays and repeated kernels cost N profiles, not one per launch; 0: no cap.",
+        ),
+    ] = 0,
+    budget: Annotated[
+        float | None,
+        typer.Option(
+            "--budget", min=0, metavar="SECONDS",
+            help="Time for the whole profile: the clock sweep's passes are cut (and the cut said) when the "
+            "plan's estimate says they do not fit.",
+        ),
+    ] = None,
     no_clock_sweep: Annotated[
         bool,
         typer.Option(
@@ -383,6 +405,7 @@ def profile_command(
         section_set=section_set, ncu_extra=tuple(split_args(ncu_args, "--ncu-args")),
         nsys_extra=tuple(split_args(nsys_args, "--nsys-args")), quiet=quiet, verbose=verbose,
         shard=_shard_spec(shard, shard_by, replicate, gpus), clock_sweep=not no_clock_sweep,
+        ncu_kernel_cap=ncu_kernel_cap, budget_s=budget,
     )  # fmt: skip
     if gpus is not None:
         g = GpuRun(gpus, s.target, target_tokens, output, replicate, shard_by, allow_failed_shards, quiet,
