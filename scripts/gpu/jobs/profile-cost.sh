@@ -15,7 +15,7 @@ cost() {  # name, seconds, extra profile args, script
   local name=$1 limit=$2 args=$3; shift 3
   local t0=$(date +%s)
   timeout -k 10 "$limit" python3 benchmarks/profile_cost.py --work "$JOB_OUT/work-$name" --timeout "$limit" \
-      --profile-args "$args" --json "$JOB_OUT/$name.json" "$@" > "$JOB_OUT/$name.md" 2> "$JOB_OUT/$name.stderr"
+      --profile-args="$args" --json "$JOB_OUT/$name.json" "$@" > "$JOB_OUT/$name.md" 2> "$JOB_OUT/$name.stderr"
   echo "profile-cost $name rc=$? wall=$(( $(date +%s) - t0 ))s"
   cat "$JOB_OUT/$name.md"; tail -n 15 "$JOB_OUT/$name.stderr"
   tail -n 20 "$JOB_OUT/work-$name/profile.log"
