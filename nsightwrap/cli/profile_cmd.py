@@ -4,8 +4,10 @@ the run itself is nsightwrap/run/profiling.py.
 
 from __future__ import annotations
 
+import os
 import shlex
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,8 +48,24 @@ from nsightwrap.run.shards import ShardSpec, shard_spec
 _DEFAULT_NCU_ITERS = 3
 
 
+#: Seconds between two heartbeat lines of a pass without a terminal (``NSIGHTWRAP_HEARTBEAT_S``).
+HEARTBEAT_S = 30.0
+
+
+def _heartbeat_s() -> float:
+    try:
+        return max(0.05, float(os.environ.get("NSIGHTWRAP_HEARTBEAT_S", HEARTBEAT_S)))
+    except ValueError:
+        return HEARTBEAT_S
+
+
 class _Display:
-    """Progress on stderr: the pass, its elapsed time and, under ncu, the kernels profiled so far."""
+    """Progress on stderr: the pass, its elapsed time and, under ncu, the kernels profiled so far.
+
+    In a terminal, a live line (rich). Without one (CI logs, ``nohup``, notebooks), plain lines: one
+    when a pass starts (``pass 2/5 ncu: started``), a heartbeat at least every ``HEARTBEAT_S``
+    seconds while it runs (``pass 2/5 ncu: 41 kernels, 12 s``), and one when it ends, so a long
+    pass is never silent."""
 
     def __init__(self, console: Console, *, quiet: bool, verbose: bool) -> None:
         self.console = console
@@ -57,12 +75,34 @@ class _Display:
         self._task: Any = None
         self._kernels = 0
         self._lock = threading.Lock()
+        #: How many passes the run will start (``set_plan``), for the ``pass i/N`` lines.
+        self.total_passes: int | None = None
+        self._index = 0
+        self._label = ""
+
+    def set_plan(self, total_passes: int) -> None:
+        self.total_passes = total_passes
+
+    def plan(self, lines: list[str]) -> None:
+        """The run's plan (nsightwrap.run.profiling.Plan): each pass, what it does, its estimate."""
+        if not self.quiet:
+            for line in lines:
+                self.console.print(line, highlight=False, markup=False)
+
+    def _head(self, name: str) -> str:
+        total = f"/{self.total_passes}" if self.total_passes else ""
+        return f"pass {self._index}{total} {name}"
 
     @contextmanager
     def pass_running(self, name: str, what: str) -> Iterator[None]:
         self._kernels = 0
-        if self.quiet or not self.console.is_terminal:
+        self._index += 1
+        self._label = self._head(name)
+        if self.quiet:
             yield
+            return
+        if not self.console.is_terminal:
+            yield from self._plain_lines(name, what)
             return
         self._progress = Progress(
             SpinnerColumn(), TextColumn("[bold]{task.description}"), TimeElapsedColumn(),
@@ -73,13 +113,35 @@ class _Display:
             yield
         self._progress = None
 
+    def _plain_lines(self, name: str, what: str) -> Iterator[None]:
+        head = self._label
+        self.console.print(f"{head}: started ({escape(what)})", highlight=False, markup=False)
+        stop = threading.Event()
+        t0 = time.monotonic()
+        every = _heartbeat_s()
+
+        def beat() -> None:
+            while not stop.wait(every):
+                k = self._kernels
+                kernels = f"{k} kernels, " if k or name.startswith("ncu") else ""
+                self.console.print(f"{head}: {kernels}{time.monotonic() - t0:.0f} s", highlight=False, markup=False)
+
+        thread = threading.Thread(target=beat, name="nsightwrap-heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=2)
+
     def on_line(self, stream: str, line: str) -> None:
         m = PROF_KERNEL.match(line)
-        if m and self._progress is not None:
+        if m:
             with self._lock:
                 self._kernels += 1
                 n = self._kernels
-            self._progress.update(self._task, detail=f"{n} kernels profiled, last: {escape(m.group(1))}")
+            if self._progress is not None:
+                self._progress.update(self._task, detail=f"{n} kernels profiled, last: {escape(m.group(1))}")
         if self.verbose:
             self.console.print(f"[dim]{escape(line)}[/]", highlight=False)
 
@@ -91,7 +153,8 @@ class _Display:
             rec.status, f"[red]{rec.status}[/]"
         )
         extra = f", {rec.kernels_profiled} kernels profiled" if rec.kernels_profiled is not None else ""
-        self.console.print(f"{rec.name} pass: {mark} ({wall:.1f} s{extra})", highlight=False)
+        head = f"{self._label}: ended; " if not self.console.is_terminal and rec.status != "skipped" else ""
+        self.console.print(f"{head}{rec.name} pass: {mark} ({wall:.1f} s{extra})", highlight=False)
 
     def warn(self, text: str) -> None:
         if not self.quiet:
@@ -260,6 +323,22 @@ def profile_command(
             "(docs/capture.md).",
         ),
     ] = False,
+    ncu_kernel_cap: Annotated[
+        int,
+        typer.Option(
+            "--ncu-kernel-cap", min=0, metavar="N",
+            help="Profile at most N instances of each distinct kernel launch (kernel and grid/block shape) in "
+            "the ncu passes: graph replays and repeated kernels cost N profiles, not one per launch; 0: no cap.",
+        ),
+    ] = 0,
+    budget: Annotated[
+        float | None,
+        typer.Option(
+            "--budget", min=0, metavar="SECONDS",
+            help="Time for the whole profile: the clock sweep's passes are cut (and the cut said) when the "
+            "plan's estimate says they do not fit.",
+        ),
+    ] = None,
     no_clock_sweep: Annotated[
         bool,
         typer.Option(
@@ -334,7 +413,8 @@ def profile_command(
         metrics=DEFAULT_NCU_METRICS + tuple(m for m in extra_metrics if m not in DEFAULT_NCU_METRICS),
         section_set=section_set, ncu_extra=tuple(split_args(ncu_args, "--ncu-args")),
         nsys_extra=tuple(split_args(nsys_args, "--nsys-args")), quiet=quiet, verbose=verbose,
-        shard=_shard_spec(shard, shard_by, replicate, gpus), clock_sweep=not no_clock_sweep, gpu_metrics=not no_gpu_metrics,
+        shard=_shard_spec(shard, shard_by, replicate, gpus), clock_sweep=not no_clock_sweep,
+        gpu_metrics=not no_gpu_metrics, ncu_kernel_cap=ncu_kernel_cap, budget_s=budget,
     )  # fmt: skip
     if gpus is not None:
         g = GpuRun(gpus, s.target, target_tokens, output, replicate, shard_by, allow_failed_shards, quiet,

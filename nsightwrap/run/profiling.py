@@ -116,13 +116,21 @@ class Settings:
     clock_sweep: bool = True
     #: Sample the GPU's counters in the nsys pass (the GPC clock: each benchmark's measured clock).
     gpu_metrics: bool = True
+    #: ``--ncu-kernel-cap N``: profile at most N instances of each distinct kernel launch
+    #: configuration in the ncu passes (ncu's ``--filter-mode per-launch-config --launch-count N``);
+    #: 0: no cap.
+    ncu_kernel_cap: int = 0
+    #: ``--budget SECONDS``: the whole profile's time; the clock sweep's passes are cut when the
+    #: estimate says they do not fit (``Plan``).
+    budget_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "passes": list(self.passes), "timeout_s": self.timeout_s, "fail_fast": self.fail_fast,
             "ncu_iters": self.ncu_iters, "nvtx_filter": list(self.nvtx_filter), "metrics": list(self.metrics),
             "set": self.section_set, "ncu_args": list(self.ncu_extra), "nsys_args": list(self.nsys_extra),
-            "clock_sweep": self.clock_sweep, "gpu_metrics": self.gpu_metrics, "capture": self.capture, "labels": dict(self.labels),
+            "clock_sweep": self.clock_sweep, "gpu_metrics": self.gpu_metrics, "capture": self.capture,
+            "labels": dict(self.labels), "ncu_kernel_cap": self.ncu_kernel_cap, "budget_s": self.budget_s,
         }  # fmt: skip
 
 
@@ -291,7 +299,8 @@ class Profiler:
     def ncu(self, deadline: float | None) -> PassRecord:
         ncu = self.tools[PASS_NCU]
         argv = ncu_argv(
-            ncu.path, self.s.argv, self.layout.ncu_report_base, nvtx_filter=self.s.nvtx_filter,
+            ncu.path, self.s.argv, self.layout.ncu_report_base,
+            nvtx_filter=[*self.s.nvtx_filter, *kernel_cap_args(self.s.ncu_kernel_cap)],
             metrics=self.s.metrics, section_set=self.s.section_set, extra=self.s.ncu_extra,
         )  # fmt: skip
         env = pass_env(self.layout.root, PASS_NCU, {**self._target_env(), ENV_NCU_ITERS: str(self.s.ncu_iters)})
@@ -595,7 +604,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
             signal.signal(signal.SIGTERM, old)
 
 
-def _clock_sweep(prof: Profiler, s: Settings, display: Display) -> None:
+def _clock_sweep(prof: Profiler, s: Settings, display: Display, plan: Plan | None = None) -> None:
     """The clock sweep's two passes after a good ncu pass (nsightwrap.run.clocksweep): the
     duration pass, then the base pass. They never fail the run: a failure is a warning, recorded
     in the manifest, and the analysis falls back."""
@@ -608,6 +617,11 @@ def _clock_sweep(prof: Profiler, s: Settings, display: Display) -> None:
             why = "interrupted" if prof.interrupted else "the ncu pass did not succeed"
             prof.records[name] = PassRecord(name, "skipped", message=why)
             continue
+        cut = plan.fits(name) if plan is not None else None
+        if cut is not None:
+            prof.records[name] = PassRecord(name, "skipped", message=cut)
+            display.warn(f"{name} pass cut: {cut}")
+            continue
         deadline = None if s.timeout_s is None else time.monotonic() + s.timeout_s
         clock = "base" if name == CLOCK_SWEEP_PASS else "none"
         with display.pass_running(name, f"ncu --clock-control {clock} (duration, SM clock) " + shlex.join(s.argv)):
@@ -616,8 +630,102 @@ def _clock_sweep(prof: Profiler, s: Settings, display: Display) -> None:
             )
         prof.records[name] = rec
         display.done(rec)
+        if plan is not None:
+            plan.after(name, rec)
         if warning:
             display.warn(warning)
+
+
+def kernel_cap_args(cap: int) -> list[str]:
+    """ncu arguments that profile at most ``cap`` instances of each distinct kernel launch
+    configuration (kernel and grid/block shape): a benchmark whose kernels repeat, CUDA-graph
+    replays above all, gets each kernel profiled ``cap`` times instead of every time; none for 0."""
+    return ["--filter-mode", "per-launch-config", "--launch-count", str(cap)] if cap > 0 else []
+
+
+#: Rough cost of each pass as a multiple of the plain pass's wall time, before the ncu pass has
+#: run (the figures of issue 29 on an H200: ncu 3.9x, nsys 3.7x, the sweep's passes 1.1-1.4x).
+_ESTIMATE_X = {PASS_PLAIN: 1.0, PASS_NCU: 3.0, PASS_NSYS: 3.0}
+#: Each pass of the clock sweep against the ncu pass it repeats with two metrics (one replay per
+#: kernel instead of 12): 0.29x and 0.36x in issue 29's sweep.
+_SWEEP_OF_NCU = 0.4
+
+
+class Plan:
+    """What the run will do, its estimates and ``--budget``, and what it did: printed before the
+    passes (and again once the plain pass gives the estimates a scale), kept in the manifest."""
+
+    def __init__(self, s: Settings, skipped: tuple[str, ...]) -> None:
+        self.s = s
+        self.start = time.monotonic()
+        self.names: list[str] = []
+        for p in s.passes:
+            if p in skipped:
+                continue
+            self.names.append(p)
+            if p == PASS_NCU and s.clock_sweep:
+                self.names += list(SWEEP_PASSES)
+        self.estimate_s: dict[str, float] = {}
+        self.actual_s: dict[str, float] = {}
+        self.cut: list[dict[str, Any]] = []
+
+    def what(self, name: str) -> str:
+        s = self.s
+        if name == PASS_PLAIN:
+            return "the script as is, timings recorded"
+        if name in (PASS_NCU, *SWEEP_PASSES):
+            cap = f", at most {s.ncu_kernel_cap} per distinct kernel launch" if s.ncu_kernel_cap else ""
+            head = {PASS_NCU: "counters", CLOCK_SWEEP_PASS: "duration and SM clock at --clock-control base"}.get(
+                name, "duration and SM clock at --clock-control none"
+            )
+            return f"ncu {head}: {s.ncu_iters} iteration(s) per benchmark{cap}; the timing loops shortened"
+        return "nsys trace of CUDA and NVTX, every iteration"
+
+    def lines(self) -> list[str]:
+        out = []
+        for i, n in enumerate(self.names, 1):
+            est = self.estimate_s.get(n)
+            out.append(f"plan {i}/{len(self.names)} {n}: {self.what(n)}" + (f" (~{est:.0f} s)" if est else ""))
+        if self.s.budget_s is not None:
+            out.append(f"plan: budget {self.s.budget_s:g} s for the whole profile")
+        return out
+
+    def after(self, name: str, rec: PassRecord) -> None:
+        """Record a pass's wall time; after the plain and ncu passes, scale the estimates."""
+        self.actual_s[name] = round(sum(c.wall_s for c in rec.commands), 3)
+        if name == PASS_PLAIN and rec.status == "ok":
+            plain = self.actual_s[name]
+            for n in self.names:
+                self.estimate_s.setdefault(n, round(plain * _ESTIMATE_X.get(n, _SWEEP_OF_NCU * _ESTIMATE_X[PASS_NCU]), 1))
+        if name == PASS_NCU and rec.status == "ok":
+            for n in SWEEP_PASSES:
+                self.estimate_s[n] = round(self.actual_s[name] * _SWEEP_OF_NCU, 1)
+
+    def fits(self, name: str) -> str | None:
+        """None when pass ``name`` fits the budget with the passes after it that cannot be cut;
+        else why it is cut."""
+        b = self.s.budget_s
+        if b is None or name not in SWEEP_PASSES:
+            return None
+        used = time.monotonic() - self.start
+        at = self.names.index(name) if name in self.names else len(self.names)
+        rest = [n for n in self.names[at + 1 :] if n not in SWEEP_PASSES]
+        need = self.estimate_s.get(name, 0.0) + sum(self.estimate_s.get(n, 0.0) for n in rest)
+        if used + need <= b:
+            return None
+        why = (
+            f"--budget {b:g} s: {used:.0f} s used, {name} ~{self.estimate_s.get(name, 0):.0f} s and "
+            f"{', '.join(rest) or 'nothing'} after it would not fit"
+        )
+        self.cut.append({"pass": name, "why": why})
+        return why
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "passes": [{"name": n, "what": self.what(n), "estimate_s": self.estimate_s.get(n),
+                        "actual_s": self.actual_s.get(n)} for n in self.names],
+            "budget_s": self.s.budget_s, "cut": self.cut, "ncu_kernel_cap": self.s.ncu_kernel_cap,
+        }  # fmt: skip
 
 
 def _pass_order(passes: tuple[str, ...], records: dict[str, PassRecord]) -> list[str]:
@@ -637,6 +745,7 @@ def run_passes(
     status, the problems to report and whether the run was interrupted."""
     start = time.time()
     prof = Profiler(s, layout, tools, display)
+    plan: Plan | None = None
     gpu: dict[str, Any] | None = None
     git = None
     try:
@@ -649,6 +758,13 @@ def run_passes(
             g = git_state(_target_dir(s.target))
             git = {"root": g.root, "commit": g.commit, "dirty": g.dirty} if g else None
             runners = {PASS_PLAIN: prof.plain, PASS_NCU: prof.ncu, PASS_NSYS: prof.nsys}
+            plan = Plan(s, skipped)
+            set_plan = getattr(display, "set_plan", None)
+            if callable(set_plan):
+                set_plan(len(plan.names))
+            show_plan = getattr(display, "plan", None)
+            if callable(show_plan):
+                show_plan(plan.lines())
             for name in s.passes:
                 if name in skipped:
                     prof.records[name] = PassRecord(name, "skipped", message=f"{name} not found")
@@ -661,8 +777,11 @@ def run_passes(
                 with display.pass_running(name, shlex.join(s.argv)):
                     rec = runners[name](deadline)
                 display.done(rec)
+                plan.after(name, rec)
+                if name == PASS_PLAIN and rec.status == "ok" and callable(show_plan):
+                    show_plan([ln for ln in plan.lines() if "(~" in ln and not ln.startswith("plan 1/")])
                 if name == PASS_NCU:
-                    _clock_sweep(prof, s, display)
+                    _clock_sweep(prof, s, display, plan)
     except KeyboardInterrupt:
         prof.interrupted = True
     finally:
@@ -693,6 +812,7 @@ def run_passes(
             },
             start=start, end=time.time(), nsightwrap_version=__version__, exit_code=code,
             shard=shard_record(layout, s.shard.to_json()) if s.shard else None,
+            plan=plan.to_json() if plan is not None else None,
         )  # fmt: skip
         write_manifest(layout, manifest)
     return code, status, problems, prof.interrupted

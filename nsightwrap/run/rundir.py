@@ -197,6 +197,9 @@ class Manifest:
     exit_code: int
     #: ``--shard`` / ``--replicate``: which part of a larger run this is (nsightwrap.run.shards).
     shard: dict[str, Any] | None = None
+    #: What the run planned (passes, estimates, ``--budget``, what it cut) and each pass's actual
+    #: wall time (nsightwrap.run.profiling.Plan; docs/profile.md, "Plan and budget").
+    plan: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         body = asdict(self)

@@ -1,0 +1,155 @@
+"""What a whole ``nsightwrap profile`` costs against the script's plain run and against the same
+tools run by hand, side by side in one run (issue 29: a whole profile in <= 3x the plain run).
+
+    python benchmarks/profile_cost.py [--json OUT.json] [--work DIR] [--profile-args "..."] SCRIPT [ARGS...]
+
+Measured, one after the other, each a fresh process:
+
+- ``plain``: the script as the user runs it (no capture layer, no nsightwrap variable);
+- ``nsightwrap profile``: all passes and the analysis (``-o DIR``, nothing else unless
+  ``--profile-args``), its total wall time and, from its manifest, each pass's wall time and
+  kernels profiled;
+- by hand, ``ncu --clock-control none --nvtx <the same NVTX include filter> --metrics <the same>``
+  with the capture layer loaded under the ncu pass's variables (without it an unmodified script
+  opens no range for the filter to match), and ``nsys profile -t cuda,nvtx`` of the plain script
+  (no capture layer);
+- by hand, ncu without the capture layer, profiling the first K kernels (``--launch-count K``, K the
+  kernels nsightwrap's ncu pass profiled): what a user without nsightwrap would run.
+
+Prints a table (seconds and the ratio to the plain run) and writes JSON (``--json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from nsightwrap.core.contract import ENV_NCU_ITERS, PASS_NCU, ncu_default_filter
+from nsightwrap.run.launch import capture_layer_env, ncu_argv, pass_env, target_argv
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _timed(argv: list[str], env: dict[str, str] | None, log: Path, timeout: float | None) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    with open(log, "wb") as fh:
+        try:
+            rc: int | None = subprocess.run(
+                argv, env={**os.environ, **(env or {})}, stdout=fh, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, timeout=timeout, check=False,
+            ).returncode  # fmt: skip
+        except subprocess.TimeoutExpired:
+            rc = None
+    wall = time.perf_counter() - t0
+    text = log.read_text(errors="replace")
+    kernels = sum(1 for ln in text.splitlines() if ln.startswith("==PROF== Profiling"))
+    return {"argv": argv, "rc": rc, "wall_s": round(wall, 3), "kernels": kernels, "log": str(log)}
+
+
+def _clean_env() -> dict[str, str]:
+    # The plain and by-hand runs see no nsightwrap variable of ours.
+    return {k: "" for k in os.environ if k.startswith("NSIGHTWRAP_")}
+
+
+def measure(target: list[str], work: Path, *, profile_args: list[str], timeout: float | None,
+            ncu: str, nsys: str) -> dict[str, Any]:  # fmt: skip
+    work.mkdir(parents=True, exist_ok=True)
+    argv = target_argv(target)
+    rows: dict[str, Any] = {}
+    rows["plain"] = _timed(argv, _clean_env(), work / "plain.log", timeout)
+
+    run_dir = work / "profile-run"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    prof_argv = [sys.executable, "-m", "nsightwrap", "profile", "-o", str(run_dir), *profile_args, *target]
+    rows["nsightwrap profile"] = _timed(prof_argv, {"PYTHONPATH": str(REPO)}, work / "profile.log", timeout)
+    passes: list[dict[str, Any]] = []
+    manifest: dict[str, Any] = {}
+    mpath = run_dir / "manifest.json"
+    if mpath.is_file():
+        manifest = json.loads(mpath.read_text())
+        for p in manifest.get("passes", []):
+            wall = sum(float(c.get("wall_s") or 0) for c in p.get("commands", []))
+            passes.append({"name": p["name"], "status": p["status"], "wall_s": round(wall, 3),
+                           "kernels_profiled": p.get("kernels_profiled"), "message": p.get("message")})  # fmt: skip
+    pass_sum = sum(p["wall_s"] for p in passes)
+    rows["nsightwrap profile"]["passes"] = passes
+    rows["nsightwrap profile"]["outside_passes_s"] = round(rows["nsightwrap profile"]["wall_s"] - pass_sum, 3)
+    rows["nsightwrap profile"]["plan"] = manifest.get("plan")
+
+    iters = str(manifest.get("settings", {}).get("ncu_iters") or 3)
+    ncu_env = {**_clean_env(), **pass_env(work / "byhand", PASS_NCU, {**capture_layer_env(), ENV_NCU_ITERS: iters})}
+    (work / "byhand" / "plain").mkdir(parents=True, exist_ok=True)
+    hand_ncu = ncu_argv(ncu, argv, work / "byhand" / "ncu", nvtx_filter=ncu_default_filter(), extra=())
+    rows["ncu by hand (same filter)"] = _timed(hand_ncu, ncu_env, work / "ncu-byhand.log", timeout)
+    hand_nsys = [nsys, "profile", "-t", "cuda,nvtx", "-o", str(work / "byhand" / "nsys"), "-f", "true", *argv]
+    rows["nsys by hand"] = _timed(hand_nsys, _clean_env(), work / "nsys-byhand.log", timeout)
+    k = next((p["kernels_profiled"] for p in passes if p["name"] == "ncu" and p["kernels_profiled"]), None)
+    if k:
+        plain_ncu = [ncu, "--clock-control", "none", "--launch-count", str(k), "-o", str(work / "byhand" / "ncu-k"), "-f", *argv]
+        rows[f"ncu by hand (first {k} kernels, no layer)"] = _timed(plain_ncu, _clean_env(), work / "ncu-k.log", timeout)
+    plain = rows["plain"]["wall_s"] or float("nan")
+    for r in rows.values():
+        r["x_plain"] = round(r["wall_s"] / plain, 2) if plain == plain and plain > 0 else None
+    return {"target": target, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "gpu": _gpu_name(),
+            "python": sys.version.split()[0], "rows": rows, "manifest_status": manifest.get("status")}  # fmt: skip
+
+
+def _gpu_name() -> str | None:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    try:
+        out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
+
+
+def table(res: dict[str, Any]) -> str:
+    lines = [f"profile cost: {shlex.join(res['target'])} ({res['gpu']}, {res['date']})", "",
+             f"{'run':<44} {'wall s':>9} {'x plain':>8} {'kernels':>8}  rc"]  # fmt: skip
+    for name, r in res["rows"].items():
+        xp = "" if r.get("x_plain") is None else f"{r['x_plain']:.2f}"
+        lines.append(f"{name:<44} {r['wall_s']:>9.2f} {xp:>8} {r['kernels'] or '':>8}  {r['rc']}")
+        for p in r.get("passes", []):
+            xpp = p["wall_s"] / res["rows"]["plain"]["wall_s"] if res["rows"]["plain"]["wall_s"] else 0
+            kp = p["kernels_profiled"] if p["kernels_profiled"] is not None else ""
+            lines.append(f"  pass {p['name'] + ' (' + p['status'] + ')':<40} {p['wall_s']:>9.2f} {xpp:>8.2f} {kp:>8}")
+        if "outside_passes_s" in r:
+            lines.append(f"  {'outside the passes (probes, analysis)':<42} {r['outside_passes_s']:>9.2f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--work", type=Path, help="keep the runs here (default: a temporary folder)")
+    ap.add_argument("--profile-args", default="", help="extra nsightwrap profile options, one string")
+    ap.add_argument("--timeout", type=float, default=None, help="seconds per run at most")
+    ap.add_argument("--ncu", default=os.environ.get("NSIGHTWRAP_NCU") or shutil.which("ncu") or "ncu")
+    ap.add_argument("--nsys", default=os.environ.get("NSIGHTWRAP_NSYS") or shutil.which("nsys") or "nsys")
+    ap.add_argument("target", nargs=argparse.REMAINDER)
+    a = ap.parse_args(argv)
+    if not a.target:
+        ap.error("give the script to measure")
+    work = a.work or Path(tempfile.mkdtemp(prefix="profile-cost-"))
+    res = measure(list(a.target), work, profile_args=shlex.split(a.profile_args), timeout=a.timeout,
+                  ncu=a.ncu, nsys=a.nsys)  # fmt: skip
+    print(table(res))
+    if a.json:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        a.json.write_text(json.dumps(res, indent=2) + "\n")
+    return 0 if all(r["rc"] == 0 for r in res["rows"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

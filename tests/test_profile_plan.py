@@ -1,0 +1,80 @@
+"""``nsightwrap profile``'s plan, ``--budget`` and ``--ncu-kernel-cap`` (issue 29), end to end with
+the fake ncu / nsys / nvidia-smi on PATH running the real target."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from fake_tools.harness import FAKE_PATH, TARGET, manifest, passes, profile, use_fakes
+
+T = str(TARGET)
+
+
+def test_plan_printed_and_kept_with_actual_pass_times(tmp_path: Path, monkeypatch, capsys) -> None:
+    use_fakes(monkeypatch, tmp_path)
+    r = profile(capsys, "-o", "run", "--no-analyze", T)
+    assert r.code == 0, r.err
+    for i, name in enumerate(["plain", "ncu", "ncu-duration", "ncu-base", "nsys"], 1):
+        assert f"plan {i}/5 {name}: " in r.err
+    plan = manifest(tmp_path / "run")["plan"]
+    assert [p["name"] for p in plan["passes"]] == ["plain", "ncu", "ncu-duration", "ncu-base", "nsys"]
+    assert all(isinstance(p["actual_s"], float) and p["actual_s"] >= 0 for p in plan["passes"])
+    assert all(p["estimate_s"] is not None for p in plan["passes"])
+    assert plan["budget_s"] is None and plan["cut"] == [] and plan["ncu_kernel_cap"] == 0
+    p = passes(manifest(tmp_path / "run"))
+    assert "--filter-mode" not in p["ncu"]["commands"][0]["argv"]
+
+
+def test_budget_cuts_the_clock_sweep_and_says_so(tmp_path: Path, monkeypatch, capsys) -> None:
+    use_fakes(monkeypatch, tmp_path)
+    monkeypatch.setenv("TARGET_DELAY", "0.5")
+    r = profile(capsys, "-o", "run", "--no-analyze", "--budget", "1", T)
+    assert r.code == 0, r.err
+    m = manifest(tmp_path / "run")
+    p = passes(m)
+    assert p["ncu-duration"]["status"] == "skipped" and "--budget 1 s" in p["ncu-duration"]["message"]
+    assert p["ncu-base"]["status"] == "skipped"
+    assert p["ncu"]["status"] == "ok" and p["nsys"]["status"] == "ok"  # never cut
+    assert [c["pass"] for c in m["plan"]["cut"]] == ["ncu-duration", "ncu-base"]
+    assert "ncu-duration pass cut: --budget 1 s" in r.err
+
+
+def test_generous_budget_cuts_nothing(tmp_path: Path, monkeypatch, capsys) -> None:
+    use_fakes(monkeypatch, tmp_path)
+    r = profile(capsys, "-o", "run", "--no-analyze", "--budget", "3600", T)
+    assert r.code == 0, r.err
+    m = manifest(tmp_path / "run")
+    assert all(x["status"] == "ok" for x in m["passes"]) and m["plan"]["cut"] == []
+
+
+def test_kernel_cap_reaches_every_ncu_pass(tmp_path: Path, monkeypatch, capsys) -> None:
+    use_fakes(monkeypatch, tmp_path)
+    r = profile(capsys, "-o", "run", "--no-analyze", "--ncu-kernel-cap", "5", T)
+    assert r.code == 0, r.err
+    p = passes(manifest(tmp_path / "run"))
+    for name in ("ncu", "ncu-duration", "ncu-base"):
+        argv = p[name]["commands"][0]["argv"]
+        i = argv.index("--filter-mode")
+        assert argv[i : i + 4] == ["--filter-mode", "per-launch-config", "--launch-count", "5"], name
+        assert argv.index("-f") > i  # an ncu option, before the target
+    assert manifest(tmp_path / "run")["settings"]["ncu_kernel_cap"] == 5
+
+
+def test_profile_cost_benchmark_on_the_fakes(tmp_path: Path, monkeypatch, capsys) -> None:
+    use_fakes(monkeypatch, tmp_path)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import profile_cost
+
+    out = tmp_path / "cost.json"
+    profile_cost.main(["--work", str(tmp_path / "w"), "--json", str(out), "--profile-args=--no-analyze",
+                       "--ncu", str(FAKE_PATH[0]) + "/ncu", T])  # fmt: skip
+    res = json.loads(out.read_text())
+    rows = res["rows"]
+    assert rows["plain"]["rc"] == 0 and rows["nsightwrap profile"]["rc"] == 0
+    names = [p["name"] for p in rows["nsightwrap profile"]["passes"]]
+    assert names == ["plain", "ncu", "ncu-duration", "ncu-base", "nsys"]
+    assert rows["ncu by hand (same filter)"]["kernels"] == 18
+    assert rows["nsightwrap profile"]["x_plain"] > 0
+    assert "nsightwrap profile" in capsys.readouterr().out
