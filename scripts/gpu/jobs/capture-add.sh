@@ -7,7 +7,7 @@
 set -x
 OUT=${JOB_OUT:-/tmp/capture-add-out}
 mkdir -p "$OUT"
-timeout "${LIMIT:-170}" python3 benchmarks/capture_overhead.py --mode inprocess --only add_4k \
+timeout "${LIMIT:-170}" python3 -m benchmarks.capture_overhead --mode inprocess --only add_4k \
     --pairs "${PAIRS:-120}" --processes "${PROCESSES:-3}" --rewrites "${REWRITES:-spaced}" \
     --json "$OUT/capture_overhead_add.json" > "$OUT/capture_overhead_add.txt" 2>&1
 echo "capture overhead rc=$?"

@@ -7,7 +7,7 @@ set -x
 OUT=${JOB_OUT:-/tmp/capture-bisect-out}
 mkdir -p "$OUT"
 for how in spaced exit; do
-  timeout 200 python3 benchmarks/capture_overhead.py --mode inprocess --only gemm_64x4096x4096 \
+  timeout 200 python3 -m benchmarks.capture_overhead --mode inprocess --only gemm_64x4096x4096 \
       --pairs "${PAIRS:-100}" --processes "${PROCESSES:-3}" --rewrites "$how" \
       --json "$OUT/capture_overhead_gemm_$how.json" > "$OUT/capture_overhead_gemm_$how.txt" 2>&1
   echo "capture overhead ($how) rc=$?"

@@ -15,7 +15,7 @@ nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,temperature.gpu,power.
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 
 step "capture overhead (process rounds and in-process pairs)"
-timeout 260 python3 benchmarks/capture_overhead.py --mode both --rounds 10 --pairs 16 --processes 2 \
+timeout 260 python3 -m benchmarks.capture_overhead --mode both --rounds 10 --pairs 16 --processes 2 \
     --json "$OUT/capture_overhead.json" > "$OUT/capture_overhead.txt" 2>&1
 echo "capture overhead rc=$?"
 tail -n 16 "$OUT/capture_overhead.txt"

@@ -6,7 +6,7 @@
 set -x
 OUT=${JOB_OUT:-/tmp/capture-rest-out}
 mkdir -p "$OUT"
-timeout 400 python3 benchmarks/capture_overhead.py --mode inprocess \
+timeout 400 python3 -m benchmarks.capture_overhead --mode inprocess \
     --only sleep_10us,sleep_100us,sleep_1ms,gemm_64x4096x4096,copy_1g --pairs 100 --processes 3 \
     --json "$OUT/capture_overhead_rest.json" > "$OUT/capture_overhead_rest.txt" 2>&1
 echo "capture overhead rc=$?"

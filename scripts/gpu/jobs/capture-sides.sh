@@ -8,7 +8,7 @@
 set -x
 OUT=${JOB_OUT:-/tmp/capture-sides-out}
 mkdir -p "$OUT"
-timeout "${LIMIT:-400}" python3 benchmarks/capture_overhead.py --mode sides --only "${ONLY:-add_4k}" \
+timeout "${LIMIT:-400}" python3 -m benchmarks.capture_overhead --mode sides --only "${ONLY:-add_4k}" \
     --calls "${CALLS:-90}" --processes "${PROCESSES:-5}" ${SIDES:+--sides "$SIDES"} \
     --json "$OUT/capture_sides.json" > "$OUT/capture_sides.txt" 2>&1
 echo "capture sides rc=$?"

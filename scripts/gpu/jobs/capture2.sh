@@ -11,11 +11,11 @@ mkdir -p "$JOB_OUT"
 date -u
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv
 t0=$(date +%s)
-timeout -k 5 60 python3 benchmarks/capture_overhead.py --rounds 4 --rep 100 --json "$JOB_OUT/capture_overhead.json" \
+timeout -k 5 60 python3 -m benchmarks.capture_overhead --rounds 4 --rep 100 --json "$JOB_OUT/capture_overhead.json" \
   > "$JOB_OUT/capture_overhead.txt" 2>&1
 echo "capture_overhead rc=$? wall=$(( $(date +%s) - t0 ))s"; cat "$JOB_OUT/capture_overhead.txt" | tail -n 12
 t0=$(date +%s)
-timeout -k 5 70 python3 benchmarks/profile_overhead.py --repeat 1 --zero-change examples/blog_do_bench.py --repeats 10 --rep 10 \
+timeout -k 5 70 python3 -m benchmarks.profile_overhead --repeat 1 --zero-change examples/blog_do_bench.py --repeats 10 --rep 10 \
   > "$JOB_OUT/profile_overhead.txt" 2>&1
 echo "profile_overhead rc=$? wall=$(( $(date +%s) - t0 ))s"; tail -n 6 "$JOB_OUT/profile_overhead.txt"
 for f in 'nan@graph_replay/' 'outer/inner/' 'nsightwrap@probe.py:12 do_bench_cuda #1/iter0/'; do

@@ -5,7 +5,7 @@ OUT=${JOB_OUT:-/tmp/capture3-out}
 mkdir -p "$OUT"
 export PATH="/usr/local/cuda/bin:$PATH"
 t0=$(date +%s)
-timeout 60 python3 benchmarks/capture_overhead.py --rounds 4 --json "$OUT/capture_overhead.json" > "$OUT/capture_overhead.txt" 2>&1
+timeout 60 python3 -m benchmarks.capture_overhead --rounds 4 --json "$OUT/capture_overhead.json" > "$OUT/capture_overhead.txt" 2>&1
 echo "overhead rc=$? wall=$(( $(date +%s) - t0 ))s"
 cat "$OUT/capture_overhead.txt"
 t1=$(date +%s)

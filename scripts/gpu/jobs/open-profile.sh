@@ -11,7 +11,7 @@ t0=$(date +%s)
 step() { echo "=== t=$(( $(date +%s) - t0 ))s $*"; }
 
 step "zero-change profile overhead"
-timeout 330 python3 benchmarks/profile_overhead.py --repeat 2 --zero-change examples/blog_do_bench.py \
+timeout 330 python3 -m benchmarks.profile_overhead --repeat 2 --zero-change examples/blog_do_bench.py \
     --repeats 10 --rep 10 > "$OUT/profile_overhead.txt" 2>&1
 echo "profile overhead rc=$?"
 tail -n 12 "$OUT/profile_overhead.txt"

@@ -7,11 +7,11 @@ set -x
 OUT=${JOB_OUT:-/tmp/overhead-out}
 mkdir -p "$OUT"
 export PATH="/usr/local/cuda/bin:$PATH"
-timeout "${LIMIT_BENCH:-200}" python3 benchmarks/profile_overhead.py --repeat "${REPEAT:-3}" examples/bench_example.py \
+timeout "${LIMIT_BENCH:-200}" python3 -m benchmarks.profile_overhead --repeat "${REPEAT:-3}" examples/bench_example.py \
     --quick --only mm_small,mm_large > "$OUT/profile_overhead.txt" 2>&1
 echo "profile overhead rc=$?"
 tail -n 6 "$OUT/profile_overhead.txt"
-timeout "${LIMIT_ZERO:-170}" python3 benchmarks/profile_overhead.py --repeat 2 --zero-change examples/blog_do_bench.py \
+timeout "${LIMIT_ZERO:-170}" python3 -m benchmarks.profile_overhead --repeat 2 --zero-change examples/blog_do_bench.py \
     --repeats 10 --rep 10 > "$OUT/profile_overhead_zero_change.txt" 2>&1
 echo "zero-change profile overhead rc=$?"
 tail -n 6 "$OUT/profile_overhead_zero_change.txt"

@@ -20,7 +20,7 @@ step doctor json
 timeout 60 python3 -m nsightwrap doctor --format json > "$out/doctor.json" 2> "$out/doctor-json.stderr"; echo "doctor json rc=$?" > "$out/doctor-json.rc"
 
 step power trace
-timeout 40 python3 benchmarks/power_trace.py "$out/h200-trace.json" > "$out/power_trace.txt" 2>&1; echo "trace rc=$?"
+timeout 40 python3 -m benchmarks.power_trace "$out/h200-trace.json" > "$out/power_trace.txt" 2>&1; echo "trace rc=$?"
 head -c 4000 "$out/power_trace.txt"
 
 step profile

@@ -20,7 +20,7 @@ ncu --version | tail -n 1
 ls -la .ref/ || echo "no .ref"
 
 step "timer accuracy benchmark"
-timeout "${BENCH_LIMIT:-185}" python3 benchmarks/timer_accuracy.py --rounds "${ROUNDS:-3}" --ncu-iters "${NCU_ITERS:-30}" ${REF_ITERS:+--ref-iters "$REF_ITERS"} ${ORDER:+--order "$ORDER"} \
+timeout "${BENCH_LIMIT:-185}" python3 -m benchmarks.timer_accuracy --rounds "${ROUNDS:-3}" --ncu-iters "${NCU_ITERS:-30}" ${REF_ITERS:+--ref-iters "$REF_ITERS"} ${ORDER:+--order "$ORDER"} \
     --out "$OUT/timer-accuracy.md" --json "$OUT/timer-accuracy.json" > "$OUT/timer-accuracy.stdout" 2> "$OUT/timer-accuracy.stderr"
 echo "benchmark rc=$?"
 cat "$OUT/timer-accuracy.stdout"
