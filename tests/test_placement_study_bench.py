@@ -69,7 +69,7 @@ def test_the_latest_study_is_the_docs(study) -> None:
     kept each process's median over the places within 35 ns of the others there (it was 148 ns
     apart at 05:19, with the median empty window)."""
     table = study.table(study.process_rows(study.load(LATEST)))
-    assert table in (ROOT / "docs" / "timer-accuracy.md").read_text()
+    assert table in (ROOT / "studies" / "timer-accuracy-log.md").read_text()
     late = [_rows(study, LATEST)[(f"plain {k}", "nsightwrap.bench")]["median_ns"] for k in range(3)]
     early = [_rows(study, STUDIES[1])[(f"plain {k}", "nsightwrap.bench")]["median_ns"] for k in range(3)]
     assert max(late) - min(late) <= 35.0 < 140.0 <= max(early) - min(early)

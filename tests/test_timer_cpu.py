@@ -605,11 +605,11 @@ def test_places_pool_into_their_kernel() -> None:
 
 def test_the_runs_table_is_the_docs() -> None:
     """`--runs` over every run with ncu's duration alone as the reference prints the table that
-    docs/timer-accuracy.md shows, and each row's counts are that run's own verdicts."""
+    studies/timer-accuracy-log.md shows, and each row's counts are that run's own verdicts."""
     acc = _accuracy_module()
     paths = [ROOT / "benchmarks" / "results" / f"{n}.json.gz" for n in RECORDED_RUNS]
     table = acc.runs_table(paths)
-    assert table in (ROOT / "docs" / "timer-accuracy.md").read_text()
+    assert table in (ROOT / "studies" / "timer-accuracy-log.md").read_text()
     lines = {ln.split(" | ")[0].lstrip("| "): ln for ln in table.splitlines()[2:]}
     assert "| 3 | 1 | 30 | 9 of 9 / 9 of 9 / 8 of 9 (mm_square) |" in lines["timer-accuracy-0004.json.gz"]
     assert "| 3 | 1 | 5 | 8 of 9 (add_4k) / 8 of 9 (add_4k) / 8 of 9 (attention) |" in lines["timer-accuracy-5iters-a.json.gz"]
