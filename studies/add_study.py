@@ -1,4 +1,4 @@
-"""What an event window holds that ncu's duration does not, on adds of 2 us (docs/timer-accuracy.md,
+"""What an event window holds that ncu's duration does not, on adds of 2 us (studies/timer-accuracy-log.md,
 "The 2 us add").
 
     python3 -m studies.add_study --rounds 3 --json add-study.json > add-study.md

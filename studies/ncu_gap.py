@@ -1,4 +1,4 @@
-"""What ncu's replay does to a kernel that the timer's sample does not (docs/timer-accuracy.md,
+"""What ncu's replay does to a kernel that the timer's sample does not (studies/timer-accuracy-log.md,
 "What ncu's reading depends on").
 
     python3 -m studies.ncu_gap --rounds 3 --json ncu-gap.json > ncu-gap.md

@@ -1,5 +1,5 @@
 """Does a 2 us add's duration depend on where its buffers lie in device memory?
-(docs/timer-accuracy.md, "Where the buffers lie").
+(studies/timer-accuracy-log.md, "Where the buffers lie").
 
     python3 -m studies.placement_study --placements 16 --json placement-study.json > placement-study.md
     python3 -m studies.placement_study --tables-from studies/results/placement-study.json.gz   # no GPU
