@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 test: $(STAMP) lint typecheck unit
 
 lint: $(STAMP)
-	$(BIN)/ruff check nsightwrap tests benchmarks
+	$(BIN)/ruff check nsightwrap tests benchmarks studies
 
 typecheck: $(STAMP)
 	$(BIN)/mypy nsightwrap

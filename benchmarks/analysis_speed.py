@@ -1,6 +1,6 @@
 """How long the analysis of a 1,000-benchmark run (a parameter sweep) takes, built from real captures.
 
-    python benchmarks/analysis_speed.py [--benchmarks 1000] [--iters 30] [--repeat 3] [--keep DIR]
+    python -m benchmarks.analysis_speed [--benchmarks 1000] [--iters 30] [--repeat 3] [--keep DIR]
 
 The run directory is made of the H200 run in fixtures/runs/h200-example, benchmark by benchmark:
 sweep point ``j`` copies benchmark ``j mod 7`` of that run (mm_large, mm_skinny, mm_small,
@@ -28,7 +28,6 @@ import json
 import platform
 import shutil
 import sqlite3
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -36,10 +35,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from nsightwrap.core.unpack import unpacked
 
-from nsightwrap.core.unpack import unpacked  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SOURCE = ROOT / "fixtures" / "runs" / "h200-example"
 ACTIVITY = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")

@@ -1,10 +1,10 @@
 """Does the capture layer change the numbers a script computes? The user's own
 ``triton.testing.do_bench`` medians with and without the layer, on kernels from ~2 us to ~1 ms.
 
-    python benchmarks/capture_overhead.py [--mode process|inprocess|both] [--rounds N] [--pairs N]
+    python -m benchmarks.capture_overhead [--mode process|inprocess|both] [--rounds N] [--pairs N]
                                           [--processes N] [--rep MS] [--only K,...]
                                           [--rewrites spaced|exit] [--json FILE]
-    python benchmarks/capture_overhead.py --analyze FILE   # the verdicts of a recorded run
+    python -m benchmarks.capture_overhead --analyze FILE   # the verdicts of a recorded run
 
 Two ways to compare, both with the layer loaded as ``nsightwrap profile`` loads it in the plain
 pass (``PYTHONPATH`` boot folder, ``NSIGHTWRAP_CAPTURE=1``, ``NSIGHTWRAP_PASS=plain``):

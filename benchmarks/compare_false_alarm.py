@@ -1,7 +1,7 @@
 """Does ``nsightwrap compare`` cry wolf? A/A false alarms and injected slowdowns, measured.
 
-    python benchmarks/compare_false_alarm.py collect FOLDER [--runs 21] [--scaled-runs 3]   (GPU)
-    python benchmarks/compare_false_alarm.py evaluate FOLDER [--threshold 5] [--json FILE]  (CPU)
+    python -m benchmarks.compare_false_alarm collect FOLDER [--runs 21] [--scaled-runs 3]   (GPU)
+    python -m benchmarks.compare_false_alarm evaluate FOLDER [--threshold 5] [--json FILE]  (CPU)
 
 ``collect`` runs benchmarks/aa_bench.py as separate processes, each into its own run directory
 (only the plain pass's timer sidecar): FOLDER/aa-00 .. aa-20 unchanged, then

@@ -1,6 +1,6 @@
 """How fast ``nsightwrap inspect --by range`` reads a large nsys export, and how much memory it takes.
 
-    python benchmarks/inspect_speed.py [--kernels 1000000] [--keep big.sqlite] [--format csv]
+    python -m benchmarks.inspect_speed [--kernels 1000000] [--keep big.sqlite] [--format csv]
 
 Builds a large export from the real H200 capture (fixtures/reference/h200-workload/workload.sqlite)
 by replicating every kernel, memcpy, memset, CUDA runtime call and NVTX row of it, shifted in time

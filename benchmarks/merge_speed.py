@@ -1,6 +1,6 @@
 """How fast ``nsightwrap merge`` joins shards: 8 shards of 1,000 benchmarks each by default.
 
-    python benchmarks/merge_speed.py [--shards 8] [--benchmarks 1000] [--samples 100]
+    python -m benchmarks.merge_speed [--shards 8] [--benchmarks 1000] [--samples 100]
                                      [--report-mb 40] [--copy-dir /dev/shm] [--keep DIR]
 
 Writes ``--shards`` shard run directories the way ``nsightwrap profile --shard I/N`` leaves them,

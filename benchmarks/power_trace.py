@@ -1,6 +1,6 @@
 """NVML's power readings and energy counter on this GPU, raw: the evidence behind docs/power.md.
 
-    python benchmarks/power_trace.py OUT.json
+    python -m benchmarks.power_trace OUT.json
 
 Runs a bf16 GEMM back to back for ~1.5 s (idle 0.3 s before and after) while nsightwrap's NVML
 sampler reads clock, power, temperature and the total energy counter; then reads the energy

@@ -1,6 +1,6 @@
 """Wall time of ``nsightwrap profile`` against the same tool runs made by hand.
 
-    python benchmarks/profile_overhead.py [--repeat N] SCRIPT [ARGS...]
+    python -m benchmarks.profile_overhead [--repeat N] SCRIPT [ARGS...]
 
 By hand means: the plain run, ``ncu``, ``ncu`` twice more with the duration and SM clock only
 (the clock sweep: the duration pass at ``--clock-control none``, the base pass at

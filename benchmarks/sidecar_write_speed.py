@@ -1,7 +1,7 @@
 """What one rewrite of the capture layer's sidecar costs, as the captures pile up (docs/capture.md,
 "What is written"). No GPU needed.
 
-    python3 benchmarks/sidecar_write_speed.py [--samples 1400] [--counts 10,100,360,1000]
+    python3 -m benchmarks.sidecar_write_speed [--samples 1400] [--counts 10,100,360,1000]
 
 For each count: a plain-pass layer holding that many captured ``do_bench`` calls of ``--samples``
 raw samples each (about what a 2 us kernel's ``do_bench`` keeps with its default ``rep``), one
@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from nsightwrap.capture.state import Capture, Layer, Site
+from nsightwrap.core import contract
 
-from nsightwrap.capture.state import Capture, Layer, Site  # noqa: E402
-from nsightwrap.core import contract  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""benchmarks/add_study.py: the tables of the two recorded H200 studies, made again without a GPU,
+"""studies/add_study.py: the tables of the two recorded H200 studies, made again without a GPU,
 and what they show about an event window against ncu's duration."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from bench_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
-STUDIES = (ROOT / "docs" / "add-study.json.gz", ROOT / "docs" / "add-study-0416.json.gz")
+STUDIES = (ROOT / "studies" / "results" / "add-study.json.gz", ROOT / "studies" / "results" / "add-study-0416.json.gz")
 
 
 @pytest.fixture(scope="module")
@@ -76,15 +76,15 @@ def test_tables_from_a_saved_study_match_the_render_and_the_doc(study) -> None:
     assert text.count("\n| add_4k | ") == len(study.CONDITIONS)
     assert "| add_4k | cold | 2.30 | 1.22 | 2.08 | 2.30 | +0.22 | +0.00 | +0.86 |" in text
     table = text[text.index("| kernel | set-up") :].strip()
-    assert table in (ROOT / "docs" / "timer-accuracy.md").read_text()
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "add_study.py"), "--tables-from", str(STUDIES[0])],
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert table in (ROOT / "studies" / "timer-accuracy-log.md").read_text()
+    out = subprocess.run([sys.executable, "-m", "studies.add_study", "--tables-from", str(STUDIES[0])],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout == text
 
 
 def test_unknown_kernel_is_one_clear_error() -> None:
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "add_study.py"), "--only", "add_3k"],
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    out = subprocess.run([sys.executable, "-m", "studies.add_study", "--only", "add_3k"],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT)  # fmt: skip
     assert out.returncode != 0
     assert "unknown kernel(s) add_3k; choose from null, add_512" in out.stderr

@@ -1,4 +1,4 @@
-"""benchmarks/ncu_gap.py: the tables of the recorded H200 study, made again without a GPU."""
+"""studies/ncu_gap.py: the tables of the recorded H200 study, made again without a GPU."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from bench_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
-STUDY = ROOT / "docs" / "ncu-gap.json.gz"
+STUDY = ROOT / "studies" / "results" / "ncu-gap.json.gz"
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def _row(rows, kernel, cond):
 
 
 def test_recorded_study_shows_what_lengthens_the_gemv(gap) -> None:
-    """docs/ncu-gap.json.gz (an H200, 2026-12-02): of the set-ups, only a large copy right before
+    """studies/results/ncu-gap.json.gz (an H200, 2026-12-02): of the set-ups, only a large copy right before
     the GEMV lengthens its own CUPTI time (by more than 4 us); idling the GPU, a larger flush or a
     longer hold do not move it by more than 1 us. ncu's run with the profile's metrics replays
     every kernel in 12 passes and backs up GBs of device memory; its other runs take one pass."""
@@ -48,33 +48,33 @@ def test_tables_from_a_saved_study_match_the_render(gap) -> None:
     text = gap.render(doc)
     assert "| mm_skinny | copy2g | 35.87 | 34.74 |" in text
     assert text.count("\n| add_4k | ") == len(gap.CONDITIONS)
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ncu_gap.py"), "--tables-from", str(STUDY)],
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    out = subprocess.run([sys.executable, "-m", "studies.ncu_gap", "--tables-from", str(STUDY)],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout == text
 
 
 def test_an_older_study_without_every_run_or_set_up_still_renders(gap) -> None:
-    """docs/ncu-gap-run1.json.gz had no duration-alone run: its column stays empty."""
-    rows = gap.gap_rows(gap.load(ROOT / "docs" / "ncu-gap-run1.json.gz"))
+    """studies/results/ncu-gap-run1.json.gz had no duration-alone run: its column stays empty."""
+    rows = gap.gap_rows(gap.load(ROOT / "studies" / "results" / "ncu-gap-run1.json.gz"))
     assert {r["kernel"] for r in rows} == {"add_4k", "relu_1m", "mm_skinny", "add_16m"}
     assert all("ncu_dur_ns" not in r for r in rows)
     assert "| relu_1m | timer |" in gap.gap_table(rows)
 
 
 def test_unknown_kernel_is_one_clear_line() -> None:
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ncu_gap.py"), "--only", "nope"],
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    out = subprocess.run([sys.executable, "-m", "studies.ncu_gap", "--only", "nope"],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT)  # fmt: skip
     assert out.returncode != 0
     assert out.stderr.strip().splitlines()[-1].startswith("unknown kernel(s) nope; choose from add_4k")
 
 
 def test_recorded_gemm_study_backs_what_the_docs_say(gap) -> None:
-    """docs/ncu-gap-gemm.json.gz (an H200, 2026-12-02): on the square GEMM the events less the
+    """studies/results/ncu-gap-gemm.json.gz (an H200, 2026-12-02): on the square GEMM the events less the
     empty window read about 1.1 us over ncu's duration alone and CUPTI about 0.9 us under it;
     holds, idling and a larger flush move the in-process readings by at most 0.2 us; no hold at
     all makes the kernel itself faster in-process (CUPTI), not under ncu."""
-    rows = gap.gap_rows(gap.load(ROOT / "docs" / "ncu-gap-gemm.json.gz"))
+    rows = gap.gap_rows(gap.load(ROOT / "studies" / "results" / "ncu-gap-gemm.json.gz"))
     t = _row(rows, "mm_square", "timer")
     assert 900 < t["events_ns"] - t["ncu_dur_ns"] < 1300
     assert 700 < t["ncu_dur_ns"] - t["kernel_ns"] < 1100

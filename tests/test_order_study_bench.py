@@ -1,4 +1,4 @@
-"""benchmarks/order_study.py: the tables of the two recorded H200 studies, made again without a
+"""studies/order_study.py: the tables of the two recorded H200 studies, made again without a
 GPU, and what they show about what ran just before a reading (docs/timer-accuracy.md, "What ran
 before")."""
 
@@ -12,8 +12,8 @@ import pytest
 from bench_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
-BEFORE = ROOT / "docs" / "order-study-0650.json.gz"  # the timer before the settling rule
-AFTER = ROOT / "docs" / "order-study.json.gz"  # with it
+BEFORE = ROOT / "studies" / "results" / "order-study-0650.json.gz"  # the timer before the settling rule
+AFTER = ROOT / "studies" / "results" / "order-study.json.gz"  # with it
 HEAVIER = ("softmax_4k", "layernorm_4k", "attention")
 
 
@@ -69,12 +69,11 @@ def test_with_the_rule_no_block_stands_out(study) -> None:
 
 
 def test_the_studies_are_the_docs(study) -> None:
-    doc = (ROOT / "docs" / "timer-accuracy.md").read_text()
+    doc = (ROOT / "studies" / "timer-accuracy-log.md").read_text()
     for path in (BEFORE, AFTER):
         text = study.render(study.load(path))
         assert text.strip() in doc
         out = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / "order_study.py"), "--tables-from", str(path)],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            [sys.executable, "-m", "studies.order_study", "--tables-from", str(path)],
+            capture_output=True, text=True, timeout=60, cwd=ROOT)  # fmt: skip
         assert out.returncode == 0 and out.stdout == text

@@ -1,4 +1,4 @@
-"""benchmarks/placement_study.py: the tables of the two recorded H200 studies, made again without
+"""studies/placement_study.py: the tables of the two recorded H200 studies, made again without
 a GPU, and what they show about where a 2 us kernel's buffers lie."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from bench_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
-LATEST = ROOT / "docs" / "placement-study.json.gz"
-STUDIES = (LATEST, ROOT / "docs" / "placement-study-0519.json.gz")
+LATEST = ROOT / "studies" / "results" / "placement-study.json.gz"
+STUDIES = (LATEST, ROOT / "studies" / "results" / "placement-study-0519.json.gz")
 
 
 @pytest.fixture(scope="module")
@@ -69,28 +69,27 @@ def test_the_latest_study_is_the_docs(study) -> None:
     kept each process's median over the places within 35 ns of the others there (it was 148 ns
     apart at 05:19, with the median empty window)."""
     table = study.table(study.process_rows(study.load(LATEST)))
-    assert table in (ROOT / "docs" / "timer-accuracy.md").read_text()
+    assert table in (ROOT / "studies" / "timer-accuracy-log.md").read_text()
     late = [_rows(study, LATEST)[(f"plain {k}", "nsightwrap.bench")]["median_ns"] for k in range(3)]
     early = [_rows(study, STUDIES[1])[(f"plain {k}", "nsightwrap.bench")]["median_ns"] for k in range(3)]
     assert max(late) - min(late) <= 35.0 < 140.0 <= max(early) - min(early)
     empties = {round(r["empty_ns"], 1) for p in study.load(LATEST)["plain"] for rs in p.values() for r in rs}
     assert any(e % 32 for e in empties)  # a trimmed mean, off the 32 ns ticks in one process at least
     out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "placement_study.py"), "--tables-from", str(LATEST)],
+        [sys.executable, "-m", "studies.placement_study", "--tables-from", str(LATEST)],
         capture_output=True,
         text=True,
-        timeout=60,
-    )
+        timeout=60, cwd=ROOT)
     assert out.returncode == 0 and table in out.stdout and "| p15 |" in out.stdout
 
 
 def test_help_and_bad_arguments_need_no_gpu() -> None:
-    script = str(ROOT / "benchmarks" / "placement_study.py")
-    out = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True, timeout=60)
+    script = ["-m", "studies.placement_study"]
+    out = subprocess.run([sys.executable, *script, "--help"], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert out.returncode == 0 and "--placements" in out.stdout and "import torch" not in out.stderr
-    bad = subprocess.run([sys.executable, script, "--placements", "1"], capture_output=True, text=True, timeout=60)
+    bad = subprocess.run([sys.executable, *script, "--placements", "1"], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert bad.returncode == 2 and "--placements must be at least 2" in bad.stderr
-    big = subprocess.run([sys.executable, script, "--elements", str(2**19 + 1)], capture_output=True, text=True, timeout=60)
+    big = subprocess.run([sys.executable, *script, "--elements", str(2**19 + 1)], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert big.returncode == 2 and "--elements must be 1 to 524288" in big.stderr
 
 

@@ -348,8 +348,8 @@ def test_tables_are_made_again_from_a_saved_run(tmp_path) -> None:
     assert "| add_4k | 2.20 | 2.37 (+7.7) |" in text  # against ncu as measured
     assert text.count("within 3% (>= 10 us) / 5% (2-10 us) of ncu: 0 of 1 (missed: add_4k)") == 2
     assert "| 16 samples queued before one synchronize | 4.54 |" in text
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "timer_accuracy.py"), "--tables-from", str(path)],
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    out = subprocess.run([sys.executable, "-m", "benchmarks.timer_accuracy", "--tables-from", str(path)],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT)  # fmt: skip
     assert out.returncode == 0 and out.stdout == text
 
 
@@ -360,13 +360,13 @@ def _saved(path: Path) -> dict:
 
 
 def test_the_earlier_h200_run_gives_each_reading_over_cuptis_kernel_time() -> None:
-    """docs/timer-accuracy-run2.json.gz (an earlier H200 run, whose reference was ncu with five
+    """benchmarks/results/timer-accuracy-run2.json.gz (an earlier H200 run, whose reference was ncu with five
     metrics, ten replay passes): the kernel-time table made again from its raw records agrees
     with the rows stored beside them, and shows what the doc says: on the bf16 GEMV that ncu
     reads more than a microsecond over the event window, on the short kernels both add about a
     microsecond to CUPTI's kernel time."""
     acc = _accuracy_module()
-    path = ROOT / "docs" / "timer-accuracy-run2.json.gz"
+    path = ROOT / "benchmarks" / "results" / "timer-accuracy-run2.json.gz"
     text = acc.tables_from(path)
     stored = {r["kernel"]: r for r in _saved(path)["rows"]}
     table = text.split("Each reading over CUPTI's kernel time of the same calls (us):", 1)[1]
@@ -417,11 +417,11 @@ def test_the_reference_is_ncus_duration_alone_and_the_clock_its_two_metric_run()
 
 
 def test_the_00_04_h200_run_meets_the_first_two_targets() -> None:
-    """docs/timer-accuracy-0004.json.gz (reference: ncu with the duration alone, 30 iterations;
+    """benchmarks/results/timer-accuracy-0004.json.gz (reference: ncu with the duration alone, 30 iterations;
     its CUPTI reading counted the GEMM's memset but did not time it): the verdicts made again
     from its raw records are those stored beside them and those the doc states."""
     acc = _accuracy_module()
-    path = ROOT / "docs" / "timer-accuracy-0004.json.gz"
+    path = ROOT / "benchmarks" / "results" / "timer-accuracy-0004.json.gz"
     doc = _saved(path)
     text = acc.tables_from(path)
     assert text.count("within 3% (>= 10 us) / 5% (2-10 us) of ncu: 9 of 9") == 2
@@ -481,9 +481,8 @@ def test_nvbench_json_summaries_are_read() -> None:
 
 def test_accuracy_script_help_runs_without_gpu() -> None:
     out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "timer_accuracy.py"), "--help"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [sys.executable, "-m", "benchmarks.timer_accuracy", "--help"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT)  # fmt: skip
     assert out.returncode == 0 and "--ncu-iters" in out.stdout and "--ref-iters" in out.stdout
 
 
@@ -499,9 +498,10 @@ def test_the_reference_run_takes_its_own_iterations() -> None:
 
 
 def test_study_round_line_prints_each_variants_median_in_us() -> None:
-    ta = _accuracy_module()
+    from benchmarks.common import round_line
+
     row = {"timer": {"median_ns": 2304.0, "empty_ns": 1280.0}, "no stamps": {"median_ns": 2240.0}}
-    assert ta.round_line("add_4k", 3, row) == "add_4k round 3: timer 2.304, no stamps 2.240"
+    assert round_line("add_4k", 3, row) == "add_4k round 3: timer 2.304, no stamps 2.240"
 
 
 RECORDED_RUNS = ("timer-accuracy-5iters-a", "timer-accuracy-5iters-b", "timer-accuracy-0004",
@@ -546,7 +546,7 @@ def test_the_runs_with_the_memset_in_the_reference() -> None:
     doc_text = (ROOT / "docs" / "timer-accuracy.md").read_text()
     texts = {}
     for name, (first, second, third, places, iters, order) in MEMSET_RUNS.items():
-        path = ROOT / "docs" / f"{name}.json.gz"
+        path = ROOT / "benchmarks" / "results" / f"{name}.json.gz"
         saved, rows = acc._saved_rows(path)
         stored = {r["kernel"]: r for r in saved["rows"]}
         for row in rows:
@@ -605,11 +605,11 @@ def test_places_pool_into_their_kernel() -> None:
 
 def test_the_runs_table_is_the_docs() -> None:
     """`--runs` over every run with ncu's duration alone as the reference prints the table that
-    docs/timer-accuracy.md shows, and each row's counts are that run's own verdicts."""
+    studies/timer-accuracy-log.md shows, and each row's counts are that run's own verdicts."""
     acc = _accuracy_module()
-    paths = [ROOT / "docs" / f"{n}.json.gz" for n in RECORDED_RUNS]
+    paths = [ROOT / "benchmarks" / "results" / f"{n}.json.gz" for n in RECORDED_RUNS]
     table = acc.runs_table(paths)
-    assert table in (ROOT / "docs" / "timer-accuracy.md").read_text()
+    assert table in (ROOT / "studies" / "timer-accuracy-log.md").read_text()
     lines = {ln.split(" | ")[0].lstrip("| "): ln for ln in table.splitlines()[2:]}
     assert "| 3 | 1 | 30 | 9 of 9 / 9 of 9 / 8 of 9 (mm_square) |" in lines["timer-accuracy-0004.json.gz"]
     assert "| 3 | 1 | 5 | 8 of 9 (add_4k) / 8 of 9 (add_4k) / 8 of 9 (attention) |" in lines["timer-accuracy-5iters-a.json.gz"]
@@ -621,6 +621,6 @@ def test_the_runs_table_is_the_docs() -> None:
     assert "| 5 | 5 | 100 | 9 of 9 / 8 of 9 (relu_1m) / 7 of 9 (attention, mm_square) |" in lines["timer-accuracy-0548.json.gz"]
     assert "| 5 | 5 | 100 | 8 of 9 (add_4k) / 9 of 9 / 8 of 9 (attention) |" in lines["timer-accuracy-0712.json.gz"]
     assert "| 5 | 5 | 100 | 9 of 9 / 9 of 9 / 9 of 9 |" in lines["timer-accuracy.json.gz"]
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "timer_accuracy.py"), "--runs", *map(str, paths)],
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    out = subprocess.run([sys.executable, "-m", "benchmarks.timer_accuracy", "--runs", *map(str, paths)],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)  # fmt: skip
     assert out.returncode == 0 and out.stdout.strip() == table

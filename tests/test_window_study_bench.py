@@ -1,4 +1,4 @@
-"""benchmarks/window_study.py: the table of the recorded H200 study, made again without a GPU,
+"""studies/window_study.py: the table of the recorded H200 study, made again without a GPU,
 and the claims docs/timer.md makes from it."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from bench_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
-STUDY = ROOT / "docs" / "window-study.json.gz"
+STUDY = ROOT / "studies" / "results" / "window-study.json.gz"
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def _median_us(doc, kernel: str, variant: str) -> float:
 
 
 def test_recorded_study_backs_what_the_docs_say(study) -> None:
-    """docs/window-study.json.gz (an H200, 2026-12-02): the stamps and the flush's kind move no
+    """studies/results/window-study.json.gz (an H200, 2026-12-02): the stamps and the flush's kind move no
     kernel from 29 us up by more than 0.1 us; the stamps add 0.06 us to the 2 us add; the twin
     right before the flush changes nothing, right before the window it changes the cache state."""
     doc = study.load(STUDY)
@@ -53,9 +53,8 @@ def test_recorded_study_backs_what_the_docs_say(study) -> None:
 
 def test_tables_from_prints_the_documented_table() -> None:
     out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "window_study.py"), "--tables-from", str(STUDY)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "studies.window_study", "--tables-from", str(STUDY)],
+        capture_output=True, text=True, check=True, cwd=ROOT)  # fmt: skip
     lines = out.stdout.splitlines()
     assert lines[0].startswith("| kernel | timer us | no stamps us |")
     (mm,) = [ln for ln in lines if ln.startswith("| mm_square |")]

@@ -49,9 +49,9 @@ from nsightwrap.analysis.reconcile import BenchmarkSpec, reconcile_all, specs_fr
 from nsightwrap.analysis.roofline import attach_rooflines
 from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, PASS_NSYS, SIDECAR_GLOB
 from nsightwrap.core.errors import NativeReaderCrashed, ReportParseError, UsageError
+from nsightwrap.core.rundir import CLOCK_SWEEP_PASS, DURATION_PASS, RunLayout, read_manifest
 from nsightwrap.parsers.sidecar import read_sidecar_doc
 from nsightwrap.run.merge import is_merged
-from nsightwrap.run.rundir import CLOCK_SWEEP_PASS, DURATION_PASS, RunLayout, read_manifest
 from nsightwrap.timer.stats import summarize
 
 

@@ -20,8 +20,8 @@ from nsightwrap.analysis.gpu_variance import gpu_variance
 from nsightwrap.analysis.model import BenchmarkResult, Environment, RunResult, Settings, ShardSummary
 from nsightwrap.core.contract import PASS_PLAIN, SIDECAR_GLOB
 from nsightwrap.core.errors import NsightwrapError
+from nsightwrap.core.rundir import RunLayout
 from nsightwrap.run.merge import read_merged
-from nsightwrap.run.rundir import RunLayout
 from nsightwrap.run.shards import MODE_REPLICATE
 
 

@@ -259,7 +259,7 @@ def bare_events() -> Any:
     """A block in which ``torch.cuda.Event`` is torch's own (``state.unpatched``; it yields
     whether it is). The plain pass's ``do_bench`` runs triton's loop in one: the hooks are Python
     code on every event a call creates and records (about 4 ms of host time per 100 ms call,
-    measured on the H200: docs/capture.md), and with them in, a 2 us kernel's do_bench landed in
+    measured: docs/capture.md), and with them in, a 2 us kernel's do_bench landed in
     a faster mode than triton's own ever reaches."""
     from contextlib import nullcontext
 

@@ -116,3 +116,15 @@ def parse_quantity(text: str, default_unit: str = "") -> float:
     value = float(m.group(1).replace(",", ""))
     unit = m.group(2) or default_unit
     return to_base(value, unit)
+
+
+def format_ns(ns: float | None, digits: int = 4, missing: str = "-") -> str:
+    """A time in ns in its largest unit that keeps it >= 1, to ``digits`` significant digits:
+    ``17.31 us``, ``1.2 s``; ``missing`` when unknown. The one time formatter of the text outputs
+    (``BenchResult``'s ``print``, the device views)."""
+    if ns is None or not math.isfinite(ns):
+        return missing
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.{digits}g} {unit}"
+    return f"{ns:.{digits}g} ns"

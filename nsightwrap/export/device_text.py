@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from nsightwrap.core.units import format_ns
 from nsightwrap.device.result import BandwidthPoint, DeviceFile, LatencyPoint, Measurement
 from nsightwrap.device.roofs import DeviceRoofs, measured_roofs
 
@@ -28,14 +29,8 @@ def rate(v: float | None, unit: str) -> str:
 
 
 def ns(v: float | None) -> str:
-    """``17.2 ns``, ``4.31 us``; ``-`` when unknown."""
-    if v is None or not math.isfinite(v):
-        return "-"
-    if abs(v) >= 1e6:
-        return f"{v / 1e6:.3g} ms"
-    if abs(v) >= 1e3:
-        return f"{v / 1e3:.3g} us"
-    return f"{v:.3g} ns"
+    """``17.2 ns``, ``4.31 us``; ``-`` when unknown (``core.units.format_ns``, 3 digits)."""
+    return format_ns(v, 3)
 
 
 def size(n: float | None) -> str:

@@ -19,7 +19,7 @@ from lxml import etree
 from nsightwrap.core.errors import InputNotFound, ReportParseError
 from nsightwrap.core.units import parse_quantity
 
-_XML_HINT = "pass the output of `nvidia-smi -q -x`"
+XML_HINT = "pass the output of `nvidia-smi -q -x`"
 _CSV_HINT = "log with `nvidia-smi --query-gpu=timestamp,clocks.sm,... --format=csv -lms 50`"
 
 
@@ -57,12 +57,18 @@ class GpuInfo:
     performance_state: str | None
 
 
+#: What nvidia-smi prints for a value it has not (XML and CSV alike).
+_NA = {"", "N/A", "[N/A]", "[Not Supported]", "Not Supported", "[Unknown Error]"}
+
+
 def _text(node: etree._Element, path: str) -> str | None:
+    """The text at ``path``, None when absent or one of nvidia-smi's not-available words (shared
+    with smi_state: one reading of the XML for both)."""
     found = node.find(path)
     if found is None or found.text is None:
         return None
     text = found.text.strip()
-    return None if text in ("", "N/A") else text
+    return None if text in _NA else text
 
 
 def _quantity(node: etree._Element, *paths: str) -> float | None:
@@ -145,18 +151,18 @@ def read_smi_xml_all(path: str | Path) -> list[GpuInfo]:
     """Every GPU in an ``nvidia-smi -q -x`` file, in the order listed."""
     p = Path(path)
     if not p.is_file():
-        raise InputNotFound(f"{p}: no such nvidia-smi XML file", hint=_XML_HINT)
+        raise InputNotFound(f"{p}: no such nvidia-smi XML file", hint=XML_HINT)
     # no_network: the file names a DTD that must not be fetched; entities are not expanded.
     parser = etree.XMLParser(no_network=True, resolve_entities=False, load_dtd=False)
     try:
         root = etree.parse(str(p), parser).getroot()
     except etree.XMLSyntaxError as exc:
-        raise ReportParseError(f"{p}: not valid XML ({exc})", hint=_XML_HINT) from None
+        raise ReportParseError(f"{p}: not valid XML ({exc})", hint=XML_HINT) from None
     if root.tag != "nvidia_smi_log":
-        raise ReportParseError(f"{p}: not nvidia-smi XML (root element <{root.tag}>)", hint=_XML_HINT)
+        raise ReportParseError(f"{p}: not nvidia-smi XML (root element <{root.tag}>)", hint=XML_HINT)
     gpus = root.findall("gpu")
     if not gpus:
-        raise ReportParseError(f"{p}: nvidia-smi XML lists no GPU", hint=_XML_HINT)
+        raise ReportParseError(f"{p}: nvidia-smi XML lists no GPU", hint=XML_HINT)
     return [_gpu_info(i, gpu, root) for i, gpu in enumerate(gpus)]
 
 
@@ -184,7 +190,6 @@ _SAMPLE_FIELDS = {
 }  # fmt: skip
 SAMPLE_COLUMNS = ("time", "sm_clock_hz", "mem_clock_hz", "power_w", "temperature_c", "clock_event_reasons")
 _HEADER = re.compile(r"^\s*([^\[]+?)\s*(?:\[(.*)\])?\s*$")
-_NA = {"", "N/A", "[N/A]", "[Not Supported]", "Not Supported", "[Unknown Error]"}
 
 
 def _bitmask(text: str) -> float:

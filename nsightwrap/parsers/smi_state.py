@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from lxml import etree
 
 from nsightwrap.core.errors import ReportParseError
-from nsightwrap.core.units import parse_quantity
-from nsightwrap.parsers.smi import active_reasons
 
-_HINT = "pass the output of `nvidia-smi -q -x`"
+# The XML's values are read as smi.py reads them (one module for nvidia-smi's XML; this one keeps
+# only what doctor needs of it).
+from nsightwrap.parsers.smi import XML_HINT as _HINT
+from nsightwrap.parsers.smi import _quantity as _qty
+from nsightwrap.parsers.smi import _text, active_reasons
 
 
 @dataclass(frozen=True)
@@ -60,26 +62,6 @@ class GpuState:
     default_power_limit_w: float | None
     power_draw_w: float | None
     processes: tuple[GpuProcess, ...]
-
-
-def _text(node: etree._Element, path: str) -> str | None:
-    found = node.find(path)
-    if found is None or found.text is None:
-        return None
-    text = found.text.strip()
-    return None if text in ("", "N/A", "[N/A]", "Not Supported", "[Not Supported]") else text
-
-
-def _qty(node: etree._Element, *paths: str) -> float | None:
-    for path in paths:
-        text = _text(node, path)
-        if text is None:
-            continue
-        try:
-            return parse_quantity(text)
-        except ValueError:
-            continue
-    return None
 
 
 def _margin(gpu: etree._Element, temp: float | None) -> float | None:

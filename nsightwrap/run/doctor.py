@@ -53,7 +53,7 @@ TESTED = {
     "triton": "3.6.0",
 }
 #: ncu_report builds seen to crash on reports they should read: (origin, version) -> what was seen.
-#: On an H200 (2026-12-01) the copy in Nsight Compute 2025.3.1's extras/python read every report
+#: The copy in Nsight Compute 2025.3.1's extras/python read every report
 #: alone, and segfaulted in metric.unit() on each of them once pandas had been imported in the
 #: same process (fixtures/power/h200-evidence/ncu_report_extras_crash.txt).
 KNOWN_BAD_NCU_REPORT = {

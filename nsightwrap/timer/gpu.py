@@ -119,7 +119,7 @@ def window_ns(
     """Take one sample: [flush] [hold] [stamp] start ``iter<index>``{runner} end [stamp],
     synchronize; returns the event window in ns (``runner`` None: an empty window; ``nvtx``
     False: no ``iter`` range, for calls that are not timing samples; ``flush_first`` False puts
-    the hold before the flush, the order benchmarks/hold_order.py compares).
+    the hold before the flush, the order studies/hold_order.py compares).
 
     The flush runs first and the GPU then sleeps (the hold) before the window, as ncu's replay
     leaves the GPU quiet after its own flush: with the flush right before the window, an H200

@@ -6,8 +6,8 @@ the clock is sampled WHILE the timed loop runs, and each timing sample takes the
 to its window on the host clock (``time.perf_counter``).
 
 A second thread reads power, temperature and the total energy counter
-(``nvmlDeviceGetTotalEnergyConsumption``, mJ since the driver loaded). On an H200 (driver 580,
-measured 2026-12-01) both the energy counter and the "instantaneous" power field
+(``nvmlDeviceGetTotalEnergyConsumption``, mJ since the driver loaded). Measured (docs/power.md,
+driver 580) both the energy counter and the "instantaneous" power field
 (``NVML_FI_DEV_POWER_INSTANT``) move in steps every ~100 ms, each step telling the energy of the
 period that ended about one period earlier, and one energy read costs ~3.4 ms (a power read
 ~5 us): so power is read every 10 ms, energy every 20 ms, on their own thread, and

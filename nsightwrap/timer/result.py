@@ -13,6 +13,7 @@ from typing import Any
 
 from nsightwrap.core import contract
 from nsightwrap.core.errors import ReportParseError
+from nsightwrap.core.units import format_ns
 from nsightwrap.timer.stats import summarize
 
 
@@ -32,12 +33,7 @@ def _json_safe(v: Any) -> Any:
 
 
 def _fmt_time(ns: float) -> str:
-    if not math.isfinite(ns):
-        return "n/a"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(ns) >= scale:
-            return f"{ns / scale:.4g} {unit}"
-    return f"{ns:.4g} ns"
+    return format_ns(ns, 4, missing="n/a")
 
 
 class Reason(str, enum.Enum):

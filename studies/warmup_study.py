@@ -1,6 +1,6 @@
 """What the timer's warm-up does to the SM clock of the samples after it (docs/timer.md, "Warm-up").
 
-    python3 benchmarks/warmup_study.py --rounds 4 --json warmup-study.json
+    python3 -m studies.warmup_study --rounds 4 --json warmup-study.json
 
 For power-hungry kernels of benchmarks/timer_accuracy.py (by default the square GEMM, flash
 attention and softmax), in rounds: ``nsightwrap.bench`` with several ``warmup_s`` values, each
@@ -20,8 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timer_accuracy import make_kernel, reference_loop  # noqa: E402
+from benchmarks.common import make_kernel, reference_loop
 
 
 def _sixths(clocks: Sequence[float | None]) -> tuple[float, float]:

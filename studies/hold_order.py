@@ -1,7 +1,7 @@
 """Where the GPU sleep that holds the queue sits relative to the L2 flush, and what it does to
 the event window (docs/timer.md, "The flush settles before the window").
 
-    python3 benchmarks/hold_order.py --rounds 6 --json hold-order.json
+    python3 -m studies.hold_order --rounds 6 --json hold-order.json
 
 For each kernel of benchmarks/timer_accuracy.py, in rounds, with the variants interleaved in a
 rotating order: nsightwrap's sample (``timer.gpu.window_ns``, stamps included) with the hold
@@ -22,8 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timer_accuracy import KERNELS, make_kernel, reference_loop, round_line  # noqa: E402
+from benchmarks.common import KERNELS, make_kernel, reference_loop, round_line
 
 VARIANTS = ("hold, flush", "flush, hold", "flush, 1 ms hold")
 

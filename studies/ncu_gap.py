@@ -1,8 +1,8 @@
-"""What ncu's replay does to a kernel that the timer's sample does not (docs/timer-accuracy.md,
+"""What ncu's replay does to a kernel that the timer's sample does not (studies/timer-accuracy-log.md,
 "What ncu's reading depends on").
 
-    python3 benchmarks/ncu_gap.py --rounds 3 --json ncu-gap.json > ncu-gap.md
-    python3 benchmarks/ncu_gap.py --tables-from docs/ncu-gap.json.gz   # the tables again, no GPU
+    python3 -m studies.ncu_gap --rounds 3 --json ncu-gap.json > ncu-gap.md
+    python3 -m studies.ncu_gap --tables-from studies/results/ncu-gap.json.gz   # the tables again, no GPU
 
 For kernels of benchmarks/timer_accuracy.py, each set-up of ``CONDITIONS`` is queued before
 the kernel, and the kernel is read in this process and under ncu:
@@ -16,7 +16,7 @@ the kernel, and the kernel is read in this process and under ncu:
   profile``'s ncu pass (12 replay passes, device memory backed up around them); and alone.
 
 Rounds rotate the order of the set-ups. Needs a GPU and ncu. The driver of such a study
-(``Study``, ``study_main``) serves benchmarks/add_study.py too.
+(``Study``, ``study_main``) serves studies/add_study.py too.
 """
 
 from __future__ import annotations
@@ -35,11 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timer_accuracy import KERNELS, ROOT, make_kernel, ncu_refs, ncu_rows  # noqa: E402
-
-from nsightwrap.core import contract  # noqa: E402
-from nsightwrap.run.launch import DEFAULT_NCU_METRICS  # noqa: E402
+from benchmarks.common import KERNELS, ROOT, child_env, make_kernel, module_argv, ncu_refs, ncu_rows
+from nsightwrap.core import contract
+from nsightwrap.run.launch import DEFAULT_NCU_METRICS
 
 #: key -> what is queued before the window (every set-up ends in the timer's short hold, so the
 #: event window never holds the launch latency).
@@ -123,7 +121,8 @@ class Study:
     """A set-up study: each kernel after each set-up, read in this process (events less empty,
     CUPTI) and in one ncu run per ``ncu_runs`` entry (key -> (``--cache-control``, metrics))."""
 
-    script: Path
+    #: The study's module (``studies.<name>``): its child mode runs as ``python -m`` under ncu.
+    module: str
     title: str
     kernels: Sequence[str]
     default_kernels: Sequence[str]
@@ -227,14 +226,14 @@ def run_ncu(study: Study, names: Sequence[str], workdir: Path, iters: int, key: 
     if ncu is None:
         raise SystemExit("ncu is not on PATH")
     cache, metrics = study.ncu_runs[key]
-    rep = workdir / f"{study.script.stem}_{key}"
+    rep = workdir / f"{study.module.rpartition('.')[2]}_{key}"
     argv = [
         ncu, "--clock-control", "none", "--cache-control", cache, *contract.ncu_iteration_filter(),
         "--metrics", ",".join(metrics), "-o", str(rep), "-f",
-        sys.executable, str(study.script), "--child-ncu", "--only", ",".join(names),
+        *module_argv(study.module, "--child-ncu", "--only", ",".join(names)),
         "--ncu-iters", str(iters),
     ]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k not in (contract.ENV_PASS, contract.ENV_RUN_DIR)}
+    env = child_env({k: v for k, v in os.environ.items() if k not in (contract.ENV_PASS, contract.ENV_RUN_DIR)})
     return ncu_rows(argv, env, rep, f"{key} (--cache-control {cache})", timeout=400)
 
 
@@ -275,7 +274,7 @@ def study_main(study: Study, doc: str | None, argv: Sequence[str] | None = None)
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.rounds} rounds of {args.samples} samples, "
         f"ncu {args.ncu_iters} iterations per set-up.",
         "command": " ".join(
-            ["python3", f"benchmarks/{study.script.name}", *(argv if argv is not None else sys.argv[1:])]
+            ["python3", "-m", study.module, *(argv if argv is not None else sys.argv[1:])]
         ),
     }
 
@@ -403,7 +402,7 @@ def load(path: Path) -> dict[str, Any]:
 
 
 STUDY = Study(
-    script=Path(__file__).resolve(),
+    module="studies.ncu_gap",
     title="ncu gap study",
     kernels=tuple(KERNELS),
     default_kernels=DEFAULT_KERNELS,

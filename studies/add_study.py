@@ -1,8 +1,8 @@
-"""What an event window holds that ncu's duration does not, on adds of 2 us (docs/timer-accuracy.md,
+"""What an event window holds that ncu's duration does not, on adds of 2 us (studies/timer-accuracy-log.md,
 "The 2 us add").
 
-    python3 benchmarks/add_study.py --rounds 3 --json add-study.json > add-study.md
-    python3 benchmarks/add_study.py --tables-from docs/add-study.json.gz   # the table again, no GPU
+    python3 -m studies.add_study --rounds 3 --json add-study.json > add-study.md
+    python3 -m studies.add_study --tables-from studies/results/add-study.json.gz   # the table again, no GPU
 
 Elementwise adds of 512 to 1 Mi fp32 elements (``torch.add(a, b, out=o)``, one output buffer
 per size, so its cache state is set up like the inputs') and an empty Triton kernel, each after
@@ -20,15 +20,12 @@ Needs a GPU, triton and ncu.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ncu_gap import Setups, Study, plain_medians, study_main  # noqa: E402
-from ncu_gap import load as load  # noqa: E402  (a saved run, for --tables-from and the tests)
-from timer_accuracy import ncu_refs  # noqa: E402
+from benchmarks.common import ncu_refs
+from studies.ncu_gap import Setups, Study, plain_medians, study_main
+from studies.ncu_gap import load as load  # (a saved run, for --tables-from and the tests)
 
 #: name -> elements of the add (0: the empty Triton kernel, one program, touches nothing).
 KERNELS = {"null": 0, "add_512": 512, "add_4k": 4096, "add_64k": 65536, "add_1m": 2**20}
@@ -132,7 +129,7 @@ def _prepare(setups: Setups, name: str) -> tuple[Callable[[], Any], Callable[[st
 
 
 STUDY = Study(
-    script=Path(__file__).resolve(),
+    module="studies.add_study",
     title="2 us add study",
     kernels=tuple(KERNELS),
     default_kernels=tuple(KERNELS),

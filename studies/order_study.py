@@ -1,8 +1,8 @@
 """Does what ran just before a method move its reading? (docs/timer-accuracy.md, "What ran
 before").
 
-    python3 benchmarks/order_study.py --rounds 6 --json order-study.json
-    python3 benchmarks/order_study.py --tables-from order-study.json.gz   # no GPU needed
+    python3 -m studies.order_study --rounds 6 --json order-study.json
+    python3 -m studies.order_study --tables-from order-study.json.gz   # no GPU needed
 
 In benchmarks/timer_accuracy.py each kernel's ``nsightwrap.bench`` runs right after the previous
 kernel's peers (the do_bench_cuda recipe's fp32 GEMMs, ``triton.testing.do_bench``'s back-to-back
@@ -26,9 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ncu_gap import load  # noqa: E402  (a saved study, for --tables-from and the tests)
-from timer_accuracy import do_bench_cuda, make_kernel, reference_loop  # noqa: E402
+from benchmarks.common import do_bench_cuda, make_kernel, reference_loop
+from studies.ncu_gap import load  # (a saved study, for --tables-from and the tests)
 
 DEFAULT_KERNELS = ("softmax_4k", "layernorm_4k", "add_16m", "attention", "mm_square")
 PRECONDITIONS = ("heat", "idle")

@@ -1,8 +1,8 @@
 """Does a 2 us add's duration depend on where its buffers lie in device memory?
-(docs/timer-accuracy.md, "Where the buffers lie").
+(studies/timer-accuracy-log.md, "Where the buffers lie").
 
-    python3 benchmarks/placement_study.py --placements 16 --json placement-study.json > placement-study.md
-    python3 benchmarks/placement_study.py --tables-from docs/placement-study.json.gz   # no GPU
+    python3 -m studies.placement_study --placements 16 --json placement-study.json > placement-study.md
+    python3 -m studies.placement_study --tables-from studies/results/placement-study.json.gz   # no GPU
 
 The add of ``--elements`` fp32 elements (``torch.add(a, b, out=o)``) is read at ``--placements``
 places: each place is three slices (a, b, o) of one large pool, 2 MiB apart, at an offset of
@@ -33,11 +33,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ncu_gap import load  # noqa: E402  (a saved run, for --tables-from and the tests)
-from timer_accuracy import ROOT, ncu_refs, ncu_rows  # noqa: E402
-
-from nsightwrap.core import contract  # noqa: E402
+from benchmarks.common import ROOT, child_env, module_argv, ncu_refs, ncu_rows
+from nsightwrap.core import contract
+from studies.ncu_gap import load  # (a saved run, for --tables-from and the tests)
 
 #: Bytes between two places in the pool, and the extra shift of each (so that places differ
 #: in their offset within a 2 MiB page too); a place holds a, b and o 2 MiB apart.
@@ -114,14 +112,14 @@ def child_ncu(n_places: int, elements: int) -> None:
 
 def _child_argv(args: argparse.Namespace, *mode: str) -> list[str]:
     return [
-        sys.executable, str(Path(__file__).resolve()),
+        *module_argv("studies.placement_study"),
         "--placements", str(args.placements), "--elements", str(args.elements), *mode,
     ]  # fmt: skip
 
 
 def run_plain(args: argparse.Namespace, work: Path, k: int) -> dict[str, Any]:
     out = work / f"plain{k}.json"
-    env = {key: v for key, v in os.environ.items() if key not in (contract.ENV_PASS, contract.ENV_RUN_DIR)}
+    env = child_env({key: v for key, v in os.environ.items() if key not in (contract.ENV_PASS, contract.ENV_RUN_DIR)})
     done = subprocess.run(_child_argv(args, "--child-plain", str(out)), env=env, timeout=300)
     if done.returncode != 0:
         raise SystemExit(f"plain child {k} failed ({done.returncode})")
@@ -137,7 +135,7 @@ def run_ncu(args: argparse.Namespace, work: Path, k: int) -> list[dict[str, Any]
         ncu, "--clock-control", "none", *contract.ncu_iteration_filter(),
         "--metrics", "gpu__time_duration.sum", "-o", str(rep), "-f", *_child_argv(args, "--child-ncu"),
     ]  # fmt: skip
-    env = {key: v for key, v in os.environ.items() if key != contract.ENV_RUN_DIR}
+    env = child_env({key: v for key, v in os.environ.items() if key != contract.ENV_RUN_DIR})
     env.update({contract.ENV_PASS: contract.PASS_NCU, contract.ENV_NCU_ITERS: str(args.ncu_iters)})
     return ncu_rows(argv, env, rep, f"run {k}", timeout=400)
 
@@ -284,7 +282,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"{args.placements} places and `alloc`; {args.plain_runs} plain processes (two readings per place), "
         f"{args.ncu_runs} ncu runs of {args.ncu_iters} iterations per place.",
         "command": " ".join(
-            ["python3", "benchmarks/placement_study.py", *(argv if argv is not None else sys.argv[1:])]
+            ["python3", "studies/placement_study.py", *(argv if argv is not None else sys.argv[1:])]
         ),
         "plain": [],
         "ncu": [],

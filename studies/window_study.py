@@ -1,7 +1,7 @@
 """What the commands around a timed window add to it, on long kernels as on short ones
 (docs/timer.md, "What precedes the window").
 
-    python3 benchmarks/window_study.py --rounds 8 --json window-study.json
+    python3 -m studies.window_study --rounds 8 --json window-study.json
 
 For each kernel of benchmarks/timer_accuracy.py, in rounds, with the variants interleaved in a
 rotating order, one sample per synchronize, each variant's own empty window (the same commands,
@@ -31,8 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timer_accuracy import KERNELS, make_kernel, reference_loop, round_line  # noqa: E402
+from benchmarks.common import KERNELS, make_kernel, reference_loop, round_line
 
 #: Each variant's commands before the start event (``twin``: the kernel on other inputs) and
 #: whether the stamp kernel follows the end event.

@@ -11,7 +11,7 @@ step() { echo; echo "===== $* ($(date -u +%T))"; }
 extras=$(ls -d /opt/nvidia/nsight-compute/*/extras/python | tail -1)
 
 step power trace
-timeout 30 python3 benchmarks/power_trace.py "$out/h200-trace.json" > "$out/power_trace.txt" 2>&1; echo "trace rc=$?"
+timeout 30 python3 -m benchmarks.power_trace "$out/h200-trace.json" > "$out/power_trace.txt" 2>&1; echo "trace rc=$?"
 grep -A3 -E '"load"|clock_readings_per_s|counter_update_s|nvml_call_us' "$out/power_trace.txt" | head -40
 
 step profile
