@@ -77,3 +77,11 @@ def test_a_run_without_gpu_metrics_keeps_the_host_clock_named_as_such() -> None:
     r = analyze(RUNS / "h200-blog")
     assert all(b.clock is None for b in r.benchmarks)
     assert all(b.ref_clock_source.startswith("plain (") for b in r.benchmarks if b.ref_clock_hz)
+
+
+def test_the_measured_clock_survives_the_report_json(worker: RunResult) -> None:
+    from nsightwrap.export.jsonio import report_from_dict, report_to_dict
+
+    back = report_from_dict(report_to_dict(worker))
+    assert [b.clock for b in back.benchmarks] == [b.clock for b in worker.benchmarks]
+    assert all(b.launches_per_window == 1 for b in back.benchmarks)

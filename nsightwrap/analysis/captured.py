@@ -274,6 +274,19 @@ def _own(domain: Any) -> bool:
     return isinstance(domain, str) and domain in (NVTX_DOMAIN, MIRROR_DOMAIN)
 
 
+#: NVTX domains and range-name prefixes that libraries open inside the calls a script makes
+#: (CCCL/CUB inside ``torch.sort``, NCCL, cuDNN, cuBLAS, torch's own domains): their ranges time
+#: no benchmark of the user's, so they are not benchmarks (listed in the notes).
+LIBRARY_RANGES = re.compile(r"^(?:CCCL|CUB|cub::|NCCL|nccl|cuDNN|cudnn|cuBLAS|cublas|cuFFT|cufft|cuSPARSE|"
+                            r"NVSHMEM|torch\.|aten::|c10d|PyTorch)")  # fmt: skip
+
+
+def is_library_range(path: str, domain: Any) -> bool:
+    """Whether an NVTX range is a library's own (``LIBRARY_RANGES``), by its domain or its name."""
+    name = path.split(":", 1)[1] if isinstance(domain, str) and path.startswith(f"{domain}:") else path
+    return bool(LIBRARY_RANGES.match(str(domain or "")) or LIBRARY_RANGES.match(name))
+
+
 def range_benchmarks(specs: Sequence[BenchmarkSpec], ncu: pd.DataFrame | None, nsys: Any,
                      notes: list[str]) -> tuple[list[BenchmarkSpec], pd.DataFrame | None, Any]:  # fmt: skip
     """Add a benchmark for every NVTX range of the script's own that launched GPU work (nsys),
@@ -290,6 +303,7 @@ def range_benchmarks(specs: Sequence[BenchmarkSpec], ncu: pd.DataFrame | None, n
     rows = []
     new_specs: list[BenchmarkSpec] = []
     skipped_empty: list[str] = []
+    libraries: list[str] = []
     next_id = int(pd.to_numeric(R["range_id"], errors="coerce").max()) + 1
     att_new = []
     groups = mine.sort_values("start_ns", kind="stable").groupby("path", sort=False)
@@ -298,6 +312,9 @@ def range_benchmarks(specs: Sequence[BenchmarkSpec], ncu: pd.DataFrame | None, n
         if any(path == c or path.startswith(c + "/") for c in covered):
             continue  # a range that is (inside) a benchmark already: its iterations are counted there
         ids = grp["range_id"].tolist()
+        if is_library_range(path, grp.iloc[0]["domain"]):
+            libraries.append(path)
+            continue
         if not any(i in with_ops for i in ids):
             skipped_empty.append(path)
             continue
@@ -314,6 +331,9 @@ def range_benchmarks(specs: Sequence[BenchmarkSpec], ncu: pd.DataFrame | None, n
             source={"kind": "nvtx_range", "site": None, "call": None, "label": path, "domain": dom,
                     "range_kind": str(first["kind"]), "instances": len(ids)},
         ))  # fmt: skip
+    if libraries:
+        shown = ", ".join(libraries[:4]) + (f" and {len(libraries) - 4} more" if len(libraries) > 4 else "")
+        notes.append(f"NVTX ranges of libraries (not benchmarks of the script's own): {shown}")
     if skipped_empty:
         shown = ", ".join(skipped_empty[:6]) + (f" and {len(skipped_empty) - 6} more" if len(skipped_empty) > 6 else "")
         notes.append(f"NVTX ranges that launched no GPU work are not benchmarks: {shown}")

@@ -108,7 +108,7 @@ def analyze(
     clocks, refs = benchmark_clocks(specs, found, nsys, nsys_timers, ref_choice, env, manifest, plain_hz)
     results = _reconcile_all(specs, refs, ncu, found, nsys_timers, tolerance=tolerance,
                              ncu_cache_control=env.ncu_cache_control)  # fmt: skip
-    results = [replace(r, clock=c) for r, c in zip(results, clocks, strict=True)]
+    results = [replace(r, clock=c, notes=(*_clock_note(r, c), *r.notes)) for r, c in zip(results, clocks, strict=True)]
     results = finish_results(results, specs, sidecars, tolerance, ncu, env.ncu_cache_control)
     return attach_power(attach_rooflines(RunResult(
         run_dir=str(run_dir),
@@ -165,6 +165,17 @@ def benchmark_clocks(
             refs.append((None, "ncu's own clock: " + _no_clock_why(nsys, found, manifest, m)))
         clocks.append(clock if clock is not None else (m if slowed else None))
     return clocks, refs
+
+
+def _clock_note(r: BenchmarkResult, c: MeasuredClock | None) -> tuple[str, ...]:
+    """One line: the clock the benchmark's kernels ran at, measured on the GPU, beside ncu's."""
+    if c is None or r.ref_clock_hz != c.mean_hz:
+        return ()
+    ncu = f"; ncu ran them at {r.ncu.sm_clock_hz / 1e9:.3f} GHz" if r.ncu is not None and r.ncu.sm_clock_hz else ""
+    return (
+        f"SM clock measured on the GPU ({c.source}): {c.mean_hz / 1e9:.3f} GHz, {c.min_hz / 1e9:.3f}-"
+        f"{c.max_hz / 1e9:.3f} over {c.windows} window(s), {c.samples} samples{ncu}",
+    )
 
 
 def _no_clock_why(nsys: Any, found: NsysIterations | None, manifest: Mapping[str, Any],

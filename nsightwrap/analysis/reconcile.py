@@ -547,7 +547,14 @@ def reconcile(
                 tolerance=tolerance,
                 ncu_cache_control=ncu_cache_control,
             )
+    launches = amortized_launches(ncu, nsys)
+    if launches > 1 and timer is not None:
+        notes.append(
+            f"each window holds {launches} launches of one kernel: {_us(timer.median_ns / launches)} per launch "
+            f"(window {_us(timer.median_ns)})"
+        )
     return BenchmarkResult(
+        launches_per_window=launches,
         name=spec.name,
         params=dict(spec.params),
         nvtx_path=spec.nvtx_path,
@@ -565,6 +572,18 @@ def reconcile(
         source=dict(spec.source) if spec.source else {"kind": infer_kind(timer.method if timer else {})},
         gap=gap,
     )
+
+
+def amortized_launches(ncu: NcuStats | None, nsys: NsysStats | None) -> int:
+    """Launches per window of an amortized loop (N launches of one kernel in each window, as
+    ``for _ in range(100): op()`` between two events), from the kernel names of an iteration
+    (nsys, else ncu); 1 where a window holds one launch or several different kernels."""
+    if nsys is not None and nsys.streams > 1:
+        return 1  # kernels side by side on several streams, not one after another
+    names = nsys.kernel_names if nsys is not None and nsys.kernel_names else (ncu.kernel_names if ncu else ())
+    if len(names) > 1 and len(set(names)) == 1:
+        return len(names)
+    return 1
 
 
 def _per_call_view(
