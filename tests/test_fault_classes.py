@@ -111,3 +111,22 @@ def test_undecodable_json_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
     r = call(capsys, "compare", bad, bad)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("bad", ["../..", "/etc", "shards/../../x"])
+def test_shard_dir_outside_the_run_is_refused(
+    bad: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "h200-shards"
+    run = tmp_path / "run"
+    shutil.copytree(src, run)
+    doc = json.loads((run / "manifest.json").read_text())
+    doc["shards"][0]["dir"] = bad
+    (run / "manifest.json").write_text(json.dumps(doc))
+    for args in (("report", run), ("merge", run, "-o", tmp_path / "out")):
+        r = call(capsys, *args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert "outside the run directory" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "out").exists()

@@ -101,3 +101,7 @@ class NoCommonBenchmarks(NsightwrapError):
     """``compare``: the two sides share no benchmark, or a required baseline benchmark is missing."""
 
     exit_code = EXIT_NO_COMMON
+
+
+class PathEscape(ReportParseError):
+    """A path read from a run's files points outside the run directory (absolute or ``..``)."""
