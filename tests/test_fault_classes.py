@@ -130,3 +130,23 @@ def test_shard_dir_outside_the_run_is_refused(
         assert r.returncode == 2, (args, r.stderr)
         assert "outside the run directory" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_markdown_fits_githubs_limit_and_says_what_it_left_out(run_dir: Path) -> None:
+    from dataclasses import replace
+
+    from nsightwrap.analysis.load import analyze
+    from nsightwrap.export.markdown import GITHUB_LIMIT, render_markdown
+
+    result = analyze(run_dir)
+    many = tuple(
+        replace(b, name=f"{b.name}_{i}|<T, U>") for i in range(500) for b in result.benchmarks
+    )  # 500 copies of every real benchmark, names with Markdown and HTML syntax
+    big = replace(result, benchmarks=many)
+    text = render_markdown(big)
+    assert len(text) <= GITHUB_LIMIT
+    assert "Cut to fit GitHub's" in text and "left out" in text and "--full" in text
+    assert text.index("## Summary") < text.index("## Environment")
+    assert "<T, U>" not in text  # escaped
+    assert len(render_markdown(big, limit=None)) > GITHUB_LIMIT
+    assert render_markdown(result) == render_markdown(result, limit=None)  # a small run is whole

@@ -44,6 +44,10 @@ def report_command(
         typer.Option("--strict", help="Exit 1 when any benchmark's verdict is not ok or explained "
                      "(flagged, unexplained, no_ncu, no_timer, no_data), or when no benchmark was measured."),
     ] = False,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="With --format md: the whole report, even past GitHub's 65,536-character limit."),
+    ] = False,
     device_file: Annotated[
         Path | None,
         typer.Option("--device-file", help="Roofs from this device file (nsightwrap device) "
@@ -52,7 +56,9 @@ def report_command(
 ) -> None:
     """Reconcile the timer, ncu and nsys numbers of a run and explain every discrepancy.
 
-    Markdown for a GitHub issue: nsightwrap report RUN -f md -o report.md
+    Markdown for a GitHub issue (cut to 65,536 characters): nsightwrap report RUN -f md -o report.md
+
+    All of it in Markdown: nsightwrap report RUN -f md --full -o report.md
 
     One self-contained HTML file with plots: nsightwrap report RUN -f html -o report.html
 
@@ -84,9 +90,9 @@ def report_command(
             print_report(result, console)
             text = console.export_text()
     elif fmt is Format.md:
-        from nsightwrap.export.markdown import render_markdown
+        from nsightwrap.export.markdown import GITHUB_LIMIT, render_markdown
 
-        text = render_markdown(result)
+        text = render_markdown(result, limit=None if full else GITHUB_LIMIT)
     elif fmt is Format.json:
         from nsightwrap.export.jsonio import write_report_json
 
