@@ -150,3 +150,16 @@ def test_markdown_fits_githubs_limit_and_says_what_it_left_out(run_dir: Path) ->
     assert "<T, U>" not in text  # escaped
     assert len(render_markdown(big, limit=None)) > GITHUB_LIMIT
     assert render_markdown(result) == render_markdown(result, limit=None)  # a small run is whole
+
+
+def test_html_one_clock_chart_and_a_caption_true_to_the_shading(run_dir: Path) -> None:
+    from nsightwrap.analysis.load import analyze
+    from nsightwrap.export.html import render_html
+    from nsightwrap.export.power_html import has_timeline
+
+    result = analyze(run_dir)
+    text = render_html(result)
+    charts = text.count("<h2>SM clock, plain pass</h2>") + text.count("Plain pass: SM clock, power and temperature")
+    assert charts <= 1
+    if has_timeline(result) and not any(b.power and b.power.t_start_s is not None for b in result.benchmarks):
+        assert "shaded" not in text
