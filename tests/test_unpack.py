@@ -73,7 +73,7 @@ def test_cache_is_bounded_least_recently_used_first(tmp_path: Path, monkeypatch:
         gz = tmp_path / f"r{i}.sqlite.gz"
         gz.write_bytes(gzip.compress(bytes(1000)))
         copies.append(unpacked(gz))
-        os.utime(copies[-1], (1000.0 + i, 1000.0 + i))  # a strict order of use
+        os.utime(copies[-1].parent, (1000.0 + i, 1000.0 + i))  # a strict order of use
     alive = [c.is_file() for c in copies]
     assert alive[-1] and sum(alive) <= 2  # the newest kept, the oldest removed, <= 2500 bytes
     assert not alive[0]

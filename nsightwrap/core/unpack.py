@@ -5,8 +5,8 @@ ncu_report and SQLite need a file on disk, so a ``.gz`` is unpacked once into th
 the file's path, size and mtime; the original is never touched. Run directories and fixtures
 can then ship their largest reports compressed (an ncu report packs about 8:1).
 
-The cache is bounded: after each unpack the least recently used copies (by mtime, touched on
-every hit) are removed until it holds at most ``NSIGHTWRAP_UNPACK_CACHE_BYTES`` (default 2 GiB);
+The cache is bounded: after each unpack the least recently used copies (by their folder's mtime,
+touched on every hit) are removed until it holds at most ``NSIGHTWRAP_UNPACK_CACHE_BYTES`` (default 2 GiB);
 the copy just made is always kept.
 """
 
@@ -46,7 +46,7 @@ def prune(folder: Path, keep: Path, cap: int) -> None:
         try:
             files = [f for f in d.iterdir() if f.is_file()]
             size = sum(f.stat().st_size for f in files)
-            mtime = max((f.stat().st_mtime for f in files), default=0.0)
+            mtime = d.stat().st_mtime
         except OSError:
             continue
         entries.append((mtime, size, d))
@@ -88,7 +88,8 @@ def unpacked(path: str | os.PathLike[str]) -> Path:
     out = _writable_dir(cache_root() / "unpacked" / key) / p.name[: -len(".gz")]
     if out.is_file():
         try:
-            os.utime(out)  # a hit: most recently used
+            # A hit: its folder, not the copy, is marked used (readers key caches on the copy's mtime).
+            os.utime(out.parent)
         except OSError:
             pass
         return out
