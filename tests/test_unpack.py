@@ -58,3 +58,22 @@ def test_damaged_report_inside_a_good_gz_names_the_users_file(tmp_path: Path, mo
         detect(junk)
     assert str(err.value).startswith(f"{junk} (unpacked to {unpacked(junk)}) is not an SQLite database")
     assert sq.is_file() and rep.is_file() and junk.is_file()  # the user's files are kept
+
+
+def test_cache_is_bounded_least_recently_used_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gzip
+    import os
+
+    from nsightwrap.core.unpack import unpacked
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("NSIGHTWRAP_UNPACK_CACHE_BYTES", "2500")
+    copies = []
+    for i in range(4):
+        gz = tmp_path / f"r{i}.sqlite.gz"
+        gz.write_bytes(gzip.compress(bytes(1000)))
+        copies.append(unpacked(gz))
+        os.utime(copies[-1].parent, (1000.0 + i, 1000.0 + i))  # a strict order of use
+    alive = [c.is_file() for c in copies]
+    assert alive[-1] and sum(alive) <= 2  # the newest kept, the oldest removed, <= 2500 bytes
+    assert not alive[0]

@@ -17,6 +17,27 @@ from rich.markup import escape
 from nsightwrap import __version__
 from nsightwrap.core.errors import EXIT_INTERRUPTED, NsightwrapError, UsageError
 
+
+def _no_flag_metavar() -> None:
+    """Flags take no value, so --help shows none: some typer versions print ``<bool>`` for them."""
+    try:
+        from typer.core import TyperOption
+    except ImportError:  # another typer layout: nothing to fix
+        return
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None:
+        return
+
+    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
+        if getattr(self, "is_flag", False) and getattr(self, "metavar", None) is None:
+            return None
+        return shown(self, ctx)  # type: ignore[no-any-return]
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_no_flag_metavar()
+
 app = typer.Typer(
     name="nsightwrap",
     help=(

@@ -15,12 +15,13 @@ from rich.console import Console
 from nsightwrap.cli import app, err_console, write_output
 from nsightwrap.compare.sides import load_side
 from nsightwrap.compare.verdicts import PRESETS, Comparison, compare
-from nsightwrap.core.errors import EXIT_FINDINGS, UsageError
+from nsightwrap.core.errors import EXIT_FINDINGS, NoCommonBenchmarks, UsageError
 from nsightwrap.export.compare_json import to_json
 from nsightwrap.export.compare_junit import to_junit
 from nsightwrap.export.compare_markdown import to_markdown
 from nsightwrap.export.compare_table import render_table
 from nsightwrap.export.compare_text import summary
+from nsightwrap.export.escape import terminal_safe
 
 
 class Metric(str, Enum):
@@ -82,6 +83,10 @@ def compare_command(
     fail_on_energy: Annotated[
         bool, typer.Option("--fail-on-energy", help="Exit 1 also when a benchmark takes more energy per call.")
     ] = False,
+    require_all: Annotated[
+        bool,
+        typer.Option("--require-all", help="Exit 7 when a baseline benchmark is missing from CURRENT (renamed or dropped)."),
+    ] = False,
 ) -> None:
     """Compare two runs benchmark by benchmark: SAME, FASTER, SLOWER or AMBIGUOUS.
 
@@ -98,6 +103,11 @@ def compare_command(
     Judge ncu's durations instead: nsightwrap compare A B --metric ncu (profile with --ncu-iters 10)
 
     GPU against GPU: nsightwrap compare RUN --gpu-vs-gpu (RUN from profile --gpus all --replicate)
+
+    A CI gate no rename can pass: nsightwrap compare baseline.json RUN --require-all
+
+    Exit codes: 0 ok, 1 a benchmark SLOWER, 2 bad input, 7 no benchmark in common (or, with
+    --require-all, a baseline benchmark missing).
     """
     settings = PRESETS[preset.value]
     if threshold is not None:
@@ -125,9 +135,27 @@ def compare_command(
         )
     result = compare(base, cur, metric=metric.value, settings=settings)
     _emit(result, fmt, output)
+    _check_common(result, require_all=require_all)
     more_energy = fail_on_energy and any(v.verdict.value == "SLOWER" for v in result.energy)
     if (result.slower or more_energy) and not no_fail:
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def _check_common(result: Comparison, *, require_all: bool) -> None:
+    """A comparison of nothing must not pass a CI gate: no benchmark in common is an error."""
+    if not result.verdicts and (result.added or result.removed):
+        raise NoCommonBenchmarks(
+            f"baseline and current have no benchmark in common ({len(result.removed)} only in the baseline, "
+            f"{len(result.added)} only in current)",
+            hint="compare runs of the same benchmarks; a renamed benchmark is a new one",
+        )
+    if require_all and result.removed:
+        shown = ", ".join(terminal_safe(k) for k in result.removed[:5])
+        more = f" and {len(result.removed) - 5} more" if len(result.removed) > 5 else ""
+        raise NoCommonBenchmarks(
+            f"--require-all: {len(result.removed)} baseline benchmarks missing from current: {shown}{more}",
+            hint="run them again, or drop --require-all",
+        )
 
 
 def _emit(result: Comparison, fmt: Format, output: Path | None) -> None:

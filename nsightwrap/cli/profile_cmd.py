@@ -23,7 +23,14 @@ from nsightwrap.cli.device_cmd import place_device_file
 from nsightwrap.cli.doctor_cmd import preflight
 from nsightwrap.cli.gpus import GpuRun, run_on_gpus
 from nsightwrap.core.contract import PASSES, ncu_default_filter, ncu_iteration_filter
-from nsightwrap.core.errors import EXIT_INTERRUPTED, EXIT_NATIVE_CRASH, EXIT_OK, NsightwrapError, UsageError
+from nsightwrap.core.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_NATIVE_CRASH,
+    EXIT_NOTHING_MEASURED,
+    EXIT_OK,
+    NsightwrapError,
+    UsageError,
+)
 from nsightwrap.core.shard import parse_shard
 from nsightwrap.device.store import read_device_file
 from nsightwrap.run.launch import (
@@ -237,7 +244,26 @@ def _analyze(root: Path, out: Console, err: Console, *, show: bool) -> int:
         return exc.exit_code
     for line in result.reader_crashes:  # the report above was made without those numbers
         err.print(f"[bold red]error:[/] {escape(line)}", highlight=False)
-    return EXIT_NATIVE_CRASH if result.reader_crashes else EXIT_OK
+    if result.reader_crashes:
+        return EXIT_NATIVE_CRASH
+    if not any(b.timer or b.ncu or b.nsys for b in result.benchmarks):  # a green job that measured nothing
+        err.print(f"[bold red]error:[/] {escape(nothing_measured_line(root))}", highlight=False)
+        return EXIT_NOTHING_MEASURED
+    return EXIT_OK
+
+
+def nothing_measured_line(root: Path) -> str:
+    """Why no benchmark got a figure, and the fix: no tools, no GPU, or no timings captured."""
+    import shutil
+
+    if shutil.which("ncu") is None and shutil.which("nsys") is None and shutil.which("nvidia-smi") is None:
+        why = "no GPU tools found (ncu, nsys, nvidia-smi)"
+        fix = "install the CUDA toolkit's Nsight tools and run on a machine with an NVIDIA GPU (nsightwrap doctor)"
+    else:
+        why = "no timings were captured"
+        fix = ("time the code with nsightwrap.bench or do_bench, or give --nvtx-include for the target's own "
+               "ranges; see the passes' logs in " + str(root / "logs"))
+    return f"nothing was measured in {root}: {why} (fix: {fix})"
 
 
 @app.command(
@@ -257,7 +283,9 @@ def _analyze(root: Path, out: Console, err: Console, *, show: bool) -> int:
         "One task of a Slurm array (then nsightwrap merge): nsightwrap profile "
         "--shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT -o run-$SLURM_ARRAY_TASK_ID sweep.py "
         "(docs/cluster.md)\n\n"
-        "GPU-to-GPU variance: nsightwrap profile --gpus all --replicate sweep.py"
+        "GPU-to-GPU variance: nsightwrap profile --gpus all --replicate sweep.py\n\n"
+        "Exit codes: 0 ok, 3 a tool or the target failed, 4 timeout, 5 a report reader crashed, "
+        "6 nothing was measured (no GPU, no ncu/nsys, no timings captured), 130 interrupted."
     ),
 )
 def profile_command(

@@ -5,15 +5,19 @@ from __future__ import annotations
 import io
 import os
 import sys
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from nsightwrap.cli import app, err_console, write_output
 from nsightwrap.core.errors import EXIT_FINDINGS, EXIT_NATIVE_CRASH, InputNotFound, UsageError
+
+if TYPE_CHECKING:
+    from nsightwrap.analysis.model import BenchmarkResult
 
 
 class Format(str, Enum):
@@ -35,7 +39,15 @@ def report_command(
         str,
         typer.Option("--clock-ref", help="Clock to compare at: plain (measured in the plain pass), boost, base or HZ."),
     ] = "plain",
-    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any benchmark is flagged.")] = False,
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Exit 1 when any benchmark's verdict is not ok or explained "
+                     "(flagged, unexplained, no_ncu, no_timer, no_data), or when no benchmark was measured."),
+    ] = False,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="With --format md: the whole report, even past GitHub's 65,536-character limit."),
+    ] = False,
     device_file: Annotated[
         Path | None,
         typer.Option("--device-file", help="Roofs from this device file (nsightwrap device) "
@@ -44,7 +56,9 @@ def report_command(
 ) -> None:
     """Reconcile the timer, ncu and nsys numbers of a run and explain every discrepancy.
 
-    Markdown for a GitHub issue: nsightwrap report RUN -f md -o report.md
+    Markdown for a GitHub issue (cut to 65,536 characters): nsightwrap report RUN -f md -o report.md
+
+    All of it in Markdown: nsightwrap report RUN -f md --full -o report.md
 
     One self-contained HTML file with plots: nsightwrap report RUN -f html -o report.html
 
@@ -76,9 +90,9 @@ def report_command(
             print_report(result, console)
             text = console.export_text()
     elif fmt is Format.md:
-        from nsightwrap.export.markdown import render_markdown
+        from nsightwrap.export.markdown import GITHUB_LIMIT, render_markdown
 
-        text = render_markdown(result)
+        text = render_markdown(result, limit=None if full else GITHUB_LIMIT)
     elif fmt is Format.json:
         from nsightwrap.export.jsonio import write_report_json
 
@@ -97,5 +111,39 @@ def report_command(
         err_console.print(f"error: {line}", highlight=False, markup=False)
     if result.reader_crashes:
         raise typer.Exit(EXIT_NATIVE_CRASH)
-    if strict and result.flagged:
-        raise typer.Exit(EXIT_FINDINGS)
+    if strict:
+        failing = strict_failures(result.benchmarks)
+        if not result.benchmarks:
+            err_console.print(
+                "error: --strict: the run holds no benchmark (nothing was measured)", highlight=False, markup=False
+            )
+            raise typer.Exit(EXIT_FINDINGS)
+        if failing:
+            shown = ", ".join(f"{_safe(b.name)} ({b.verdict.value})" for b in failing[:5])
+            more = f" and {len(failing) - 5} more" if len(failing) > 5 else ""
+            err_console.print(
+                f"error: --strict: {len(failing)} of {len(result.benchmarks)} benchmarks not ok: {shown}{more}",
+                highlight=False,
+                markup=False,
+            )
+            raise typer.Exit(EXIT_FINDINGS)
+
+
+#: Verdicts --strict lets pass, by value so that new members of the enum fail until named here.
+STRICT_PASS = frozenset({"ok", "explained"})
+
+
+def strict_failures(benchmarks: Sequence[BenchmarkResult]) -> list[BenchmarkResult]:
+    """The benchmarks ``--strict`` fails on: a verdict not in STRICT_PASS, or no figure at all."""
+    return [
+        b
+        for b in benchmarks
+        if str(getattr(b.verdict, "value", b.verdict)) not in STRICT_PASS
+        or (b.timer is None and b.ncu is None and b.nsys is None)
+    ]
+
+
+def _safe(name: str) -> str:
+    from nsightwrap.export.escape import terminal_safe
+
+    return terminal_safe(name)

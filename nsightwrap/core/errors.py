@@ -6,6 +6,8 @@ shows the traceback. A message names what failed, where, and what to do about it
 Exit codes (the CLI contract): 0 ok, 1 findings that fail (``--strict``, regressions),
 2 usage or bad input, 3 a tool or the profiled program failed, 4 a pass ran past its timeout,
 5 a native library crashed while reading a report (the rest of the report is still produced),
+6 nothing was measured (no pass produced a figure for any benchmark), 7 ``compare`` found no
+benchmark in common (or, with ``--require-all``, a baseline benchmark is missing),
 130 interrupted by Ctrl-C.
 """
 
@@ -17,6 +19,8 @@ EXIT_BAD_INPUT = 2
 EXIT_TOOL_FAILED = 3
 EXIT_TIMEOUT = 4
 EXIT_NATIVE_CRASH = 5
+EXIT_NOTHING_MEASURED = 6
+EXIT_NO_COMMON = 7
 EXIT_INTERRUPTED = 130
 
 
@@ -85,3 +89,19 @@ class NativeReaderCrashed(NsightwrapError):
     """A native report reader (``ncu_report``) crashed; the report file itself is kept."""
 
     exit_code = EXIT_NATIVE_CRASH
+
+
+class NothingMeasured(NsightwrapError):
+    """A run finished but no benchmark got a figure from any pass (a silent green in CI)."""
+
+    exit_code = EXIT_NOTHING_MEASURED
+
+
+class NoCommonBenchmarks(NsightwrapError):
+    """``compare``: the two sides share no benchmark, or a required baseline benchmark is missing."""
+
+    exit_code = EXIT_NO_COMMON
+
+
+class PathEscape(ReportParseError):
+    """A path read from a run's files points outside the run directory (absolute or ``..``)."""

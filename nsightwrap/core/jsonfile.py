@@ -44,6 +44,11 @@ def read_json_object(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
         raise InputNotFound(f"{what} {path} does not exist", hint="check the path") from exc
     except OSError as exc:
         raise InputNotFound(f"{what} {path}: cannot read ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:  # a ValueError, not an OSError: bytes that are not UTF-8
+        raise ReportParseError(
+            f"{what} {path} is not UTF-8 text (byte {exc.start}: {exc.reason})",
+            hint="the file may be corrupt or not a JSON file",
+        ) from exc
     try:
         doc = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -11,6 +11,7 @@ from lxml import etree
 from nsightwrap.compare.verdicts import Comparison, Verdict
 from nsightwrap.export.compare_energy import energy_properties
 from nsightwrap.export.compare_text import fmt_change, fmt_geomean, summary
+from nsightwrap.export.escape import xml_safe as _x
 
 SUITE = "nsightwrap.compare.verdicts"
 
@@ -32,17 +33,17 @@ def to_junit(c: Comparison) -> bytes:
     )
     props = etree.SubElement(suite, "properties")
     for name, value in (
-        ("baseline", c.baseline),
-        ("current", c.current),
+        ("baseline", _x(c.baseline)),
+        ("current", _x(c.current)),
         ("metric", c.metric),
         ("threshold", f"{c.settings.threshold:g}"),
         ("geomean_ratio", fmt_geomean(c.geomean_ratio)),
-        ("summary", summary(c)),
+        ("summary", _x(summary(c))),
     ):
         etree.SubElement(props, "property", name=name, value=value)
     energy = energy_properties(c)
     for v in c.verdicts:
-        case = etree.SubElement(suite, "testcase", classname=SUITE, name=v.key, time="0")
+        case = etree.SubElement(suite, "testcase", classname=SUITE, name=_x(v.key), time="0")
         cprops = etree.SubElement(case, "properties")
         for name, value in (
             ("verdict", v.verdict.value),
@@ -51,17 +52,17 @@ def to_junit(c: Comparison) -> bytes:
             ("cycles_change", fmt_change(v.cycles_ratio)),
             *energy.get(v.key, []),
         ):
-            etree.SubElement(cprops, "property", name=name, value=value)
+            etree.SubElement(cprops, "property", name=name, value=_x(value))
         if v.verdict is Verdict.SLOWER:
-            fail = etree.SubElement(case, "failure", message=v.message, type=v.reason.value)
-            fail.text = f"{v.key}: {v.message}"
+            fail = etree.SubElement(case, "failure", message=_x(v.message), type=v.reason.value)
+            fail.text = _x(f"{v.key}: {v.message}")
         elif v.verdict is Verdict.AMBIGUOUS:
-            etree.SubElement(case, "skipped", message=f"{v.reason.value}: {v.message}")
+            etree.SubElement(case, "skipped", message=_x(f"{v.reason.value}: {v.message}"))
         else:
-            etree.SubElement(case, "system-out").text = f"{v.verdict.value} ({v.reason.value}): {v.message}"
+            etree.SubElement(case, "system-out").text = _x(f"{v.verdict.value} ({v.reason.value}): {v.message}")
     for key, msg in [(k, "added: not in the baseline") for k in c.added] + [
         (k, "removed: not in the current run") for k in c.removed
     ]:
-        case = etree.SubElement(suite, "testcase", classname=SUITE, name=key, time="0")
+        case = etree.SubElement(suite, "testcase", classname=SUITE, name=_x(key), time="0")
         etree.SubElement(case, "skipped", message=msg)
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)

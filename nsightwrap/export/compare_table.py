@@ -9,6 +9,7 @@ from rich.text import Text
 from nsightwrap.compare.verdicts import Comparison, Reason, Verdict
 from nsightwrap.export.compare_energy import energy_table
 from nsightwrap.export.compare_text import fmt_change, fmt_spread, settings_line, summary
+from nsightwrap.export.escape import terminal_safe
 
 _STYLE = {
     Verdict.SAME: "green",
@@ -20,7 +21,7 @@ _STYLE = {
 
 def render_table(c: Comparison) -> Group:
     """The comparison as a renderable: header, one row per benchmark, summary."""
-    table = Table(title=Text(f"{c.baseline} -> {c.current}"), title_justify="left")
+    table = Table(title=Text(terminal_safe(f"{c.baseline} -> {c.current}")), title_justify="left")
     for col in ("benchmark", "verdict", "baseline median [min, Q3]", "current median [min, Q3]"):
         table.add_column(col, overflow="fold")
     table.add_column("time change [CI]")
@@ -30,7 +31,7 @@ def render_table(c: Comparison) -> Group:
     for v in c.verdicts:
         table.add_row(
             # Text objects: benchmark names may hold '[...]', which rich would read as markup.
-            Text(v.key),
+            Text(terminal_safe(v.key)),
             Text(v.verdict.value, style=_STYLE[v.verdict]),
             Text(fmt_spread(v, "baseline")),
             Text(fmt_spread(v, "current")),
@@ -39,11 +40,11 @@ def render_table(c: Comparison) -> Group:
             Text(v.reason.value),
         )
         if v.reason is not Reason.WITHIN_THRESHOLD:
-            notes.append(Text.assemble((f"{v.verdict.value} ", _STYLE[v.verdict]), f"{v.key}: {v.message}"))
+            notes.append(Text.assemble((f"{v.verdict.value} ", _STYLE[v.verdict]), terminal_safe(f"{v.key}: {v.message}")))
     lines: list[RenderableType] = [table, *notes, Text(summary(c)), Text(settings_line(c), style="dim")]
     lines += energy_table(c)
     if c.added:
-        lines.append(Text("added (only in current): " + ", ".join(c.added)))
+        lines.append(Text("added (only in current): " + ", ".join(map(terminal_safe, c.added))))
     if c.removed:
-        lines.append(Text("removed (only in baseline): " + ", ".join(c.removed)))
+        lines.append(Text("removed (only in baseline): " + ", ".join(map(terminal_safe, c.removed))))
     return Group(*lines)

@@ -13,7 +13,7 @@ from nsightwrap.export import reportfmt as f
 from nsightwrap.export import shards
 from nsightwrap.export.escape import html as esc
 from nsightwrap.export.gap_html import gap_html
-from nsightwrap.export.power_html import power_html
+from nsightwrap.export.power_html import has_timeline, power_html
 from nsightwrap.export.roofline_html import roofline_html
 
 _CSS = """
@@ -219,7 +219,8 @@ def render_html(result: RunResult) -> str:
     charts = [c for b in result.benchmarks if (c := _bar_chart(b))]
     if charts:
         parts += ["<h2>Timings side by side</h2><div class='charts'>", *(f"<div class='chart'>{c}</div>" for c in charts), "</div>"]
-    clock = _clock_chart(result)
+    # One SM-clock chart: the energy section's timeline draws the clock too, when it is drawn.
+    clock = None if has_timeline(result) else _clock_chart(result)
     if clock:
         parts += ["<h2>SM clock, plain pass</h2>", f"<div class='chart'>{clock}</div>"]
     parts += gap_html(result)

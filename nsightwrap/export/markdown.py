@@ -93,7 +93,57 @@ def _kernels(b: BenchmarkResult) -> list[str]:
     ]
 
 
-def render_markdown(result: RunResult) -> str:
+#: GitHub's limit on an issue or comment body, in characters.
+GITHUB_LIMIT = 65_536
+
+
+def render_markdown(result: RunResult, limit: int | None = GITHUB_LIMIT) -> str:
+    """The report as GitHub-flavoured Markdown, cut to fit ``limit`` characters (None: the whole
+    report): then the worst benchmarks come first and the text says what it left out."""
+    full = render_full_markdown(result)
+    if limit is None or len(full) <= limit:
+        return full
+    k = min(len(result.benchmarks), 200)
+    while True:
+        text = _compact(result, k, k // 4)
+        if len(text) <= limit or k <= 1:
+            return text
+        k //= 2
+
+
+def _compact(result: RunResult, k: int, d: int) -> str:
+    from dataclasses import replace
+
+    from nsightwrap.export.terminal import count_line, worst_first
+
+    n = len(result.benchmarks)
+    worst = worst_first(result.benchmarks)
+    shown = worst[:k]
+    detailed = [b for b in worst[:d] if b.causes]
+    out = [
+        "# nsightwrap report",
+        "",
+        md_cell(count_line(result).plain) + ".",
+        "",
+        f"> Cut to fit GitHub's {GITHUB_LIMIT:,}-character limit: the summary shows the worst {len(shown)} of "
+        f"{n} benchmarks ({n - len(shown)} left out), the causes of {len(detailed)}; per-kernel details, notes, "
+        "and the gap, roofline and power sections are left out. The whole report: "
+        "`nsightwrap report RUN -f md --full`, or `-f html` / `-f json`.",
+        "",
+        "## Summary (worst first)",
+        "",
+        *_summary(replace(result, benchmarks=tuple(shown))),
+        "",
+    ]
+    if detailed:
+        out += ["## Worst benchmarks", ""]
+        for b in detailed:
+            out += [f"<details><summary>{html(f.label(b))}</summary>", "", *_flagged(b), "</details>", ""]
+    out += ["## Environment", "", *_environment(result), ""]
+    return "\n".join(out)
+
+
+def render_full_markdown(result: RunResult) -> str:
     """The whole report as GitHub-flavoured Markdown."""
     s = result.settings
     n_flag = len(result.flagged)

@@ -25,10 +25,16 @@ def _plt() -> Any:
     return plt
 
 
+def has_timeline(result: RunResult) -> bool:
+    """Whether ``timeline_svg`` draws a chart (it needs power or temperature samples)."""
+    trace = result.clock_trace
+    return bool(trace) and any(c.power_w is not None or c.temperature_c is not None for c in trace)
+
+
 def timeline_svg(result: RunResult) -> str | None:
     """SM clock, power and temperature against time in the plain pass, or None without samples."""
     trace = result.clock_trace
-    if not trace or not any(c.power_w is not None or c.temperature_c is not None for c in trace):
+    if not has_timeline(result):
         return None
     plt = _plt()
     fig, axes = plt.subplots(3, 1, figsize=(9, 4.6), sharex=True)
@@ -49,7 +55,9 @@ def timeline_svg(result: RunResult) -> str | None:
             ax.axvspan(p.t_start_s, p.t_end_s, color=_SHADES[i % len(_SHADES)], alpha=0.12, lw=0)
         axes[0].text(p.t_start_s, 1.02, pf.row(b)[0], transform=axes[0].get_xaxis_transform(), fontsize=7,
                      rotation=30, va="bottom", ha="left")  # fmt: skip
-    axes[-1].set_xlabel("seconds into the plain pass (nvidia-smi samples; shaded: each benchmark's timed samples and energy window)")
+    # The caption promises shading only where some was drawn.
+    shaded = "; shaded: each benchmark's timed samples and energy window" if spans else ""
+    axes[-1].set_xlabel(f"seconds into the plain pass (nvidia-smi samples{shaded})")
     fig.tight_layout()
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")

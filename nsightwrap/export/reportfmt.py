@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from nsightwrap.analysis.model import BenchmarkResult, RunResult, Verdict
+from nsightwrap.export.escape import terminal_safe
 
 
 def time_ns(ns: float | None) -> str:
@@ -70,10 +71,11 @@ def evidence_item(key: str, v: object) -> str:
 
 
 def label(b: BenchmarkResult) -> str:
-    """Benchmark name with its parameters: ``mm[M=64,N=4096]``."""
+    """Benchmark name with its parameters: ``mm[M=64,N=4096]``; control and bidi characters
+    shown escaped, since names are the user's data and must never drive a terminal."""
     if not b.params or "[" in b.name:
-        return b.name
-    return f"{b.name}[{','.join(f'{k}={v}' for k, v in b.params.items())}]"
+        return terminal_safe(b.name)
+    return terminal_safe(f"{b.name}[{','.join(f'{k}={v}' for k, v in b.params.items())}]")
 
 
 VERDICT_TEXT = {

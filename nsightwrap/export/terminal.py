@@ -89,10 +89,37 @@ def _layout(result: RunResult, width: int | None) -> tuple[bool, tuple[_Column, 
     return True, cols
 
 
-def summary_table(result: RunResult, width: int | None = None) -> Table:
+#: Rows the terminal table shows at most; a 1,000-benchmark run opens with its worst, not all.
+MAX_ROWS = 50
+
+# Worst first: what a reader must act on before what agrees.
+_RANK = {"flagged": 0, "unexplained": 0, "no_data": 1, "no_timer": 2, "no_ncu": 2, "explained": 3, "ok": 4}
+
+
+def worst_first(benchmarks: tuple[BenchmarkResult, ...]) -> list[BenchmarkResult]:
+    """Benchmarks ordered worst verdict first, then by how far the ratio is from 1; stable."""
+
+    def key(b: BenchmarkResult) -> tuple[int, float]:
+        off = abs(math.log(b.ratio)) if b.ratio and b.ratio > 0 else 0.0
+        return _RANK.get(str(b.verdict.value), 1), -off
+
+    return sorted(benchmarks, key=key)
+
+
+def count_line(result: RunResult) -> Text:
+    """``N benchmarks: a ok, b flagged, ...``: the first line of the terminal report."""
+    counts: dict[str, int] = {}
+    for b in result.benchmarks:
+        counts[str(b.verdict.value)] = counts.get(str(b.verdict.value), 0) + 1
+    parts = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: _RANK.get(kv[0], 1)))
+    return Text(f"{len(result.benchmarks)} benchmarks" + (f": {parts}" if parts else ""), style="bold")
+
+
+def summary_table(result: RunResult, width: int | None = None, max_rows: int | None = None) -> Table:
     """The per-benchmark table: timer, ncu raw and normalized, nsys, clocks, ratio, verdict.
 
-    With ``width``, the table is laid out to fit it (units in the caption, fewer columns).
+    With ``width``, the table is laid out to fit it (units in the caption, fewer columns). With
+    ``max_rows``, only the worst that many benchmarks are shown and the caption says how many not.
     """
     compact, cols = _layout(result, width)
     caption = []
@@ -101,6 +128,13 @@ def summary_table(result: RunResult, width: int | None = None) -> Table:
     left_out = [c.name for c in _NUMERIC if c not in cols]
     if left_out:
         caption.append(f"not shown at this width: {', '.join(left_out)} (see --format md)")
+    rows: list[BenchmarkResult] | tuple[BenchmarkResult, ...] = result.benchmarks
+    if max_rows is not None and len(rows) > max_rows:
+        rows = worst_first(result.benchmarks)[:max_rows]
+        caption.append(
+            f"the worst {max_rows} of {len(result.benchmarks)} benchmarks shown; "
+            f"{len(result.benchmarks) - max_rows} left out (all of them: --format md, json or html)"
+        )
     t = Table(
         title=Text(f"nsightwrap report: {result.run_dir}"),
         title_justify="left",
@@ -115,7 +149,7 @@ def summary_table(result: RunResult, width: int | None = None) -> Table:
     for c in cols:
         t.add_column(c.compact if compact else c.name, justify="right", no_wrap=True)
     t.add_column("verdict", no_wrap=True)
-    for b in result.benchmarks:
+    for b in rows:
         style = _STYLE.get(b.verdict, "yellow")
         t.add_row(
             Text(f.label(b)),  # Text, never markup: names hold "[" and "]"
@@ -150,7 +184,8 @@ def _labelled(label: Text | str, text: Text, indent: int) -> Padding:
 
 def print_report(result: RunResult, console: Console) -> None:
     """Print the summary table, the causes of every flagged benchmark, and the notes."""
-    console.print(summary_table(result, console.width))
+    console.print(count_line(result))
+    console.print(summary_table(result, console.width, MAX_ROWS))
     s = result.settings
     console.print(
         Text(f"tolerance {s.tolerance:.0%}, reference clock: {s.clock_ref}; ratio = timer / ncu at the reference clock"),

@@ -42,7 +42,7 @@ from nsightwrap.run.tools import (
 #: ``make test-lowest``), and the versions it was tested with on an NVIDIA H200.
 FLOORS = {
     "nvtx": "0.2.15",
-    "ncu-report": "2025.3.1",
+    "ncu-report": "2026.3.1",
     "nvidia-ml-py": "12.535.77",
 }
 TESTED = {

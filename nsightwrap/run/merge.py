@@ -36,6 +36,7 @@ from nsightwrap.core.errors import (
     FormatVersionError,
     InputNotFound,
     NsightwrapError,
+    PathEscape,
     ReportParseError,
     UsageError,
 )
@@ -62,13 +63,30 @@ def read_merged(run_dir: Path) -> dict[str, Any] | None:
             f"{path} has merged-run version {doc.get('version')!r}; this nsightwrap reads {MERGED_VERSION}",
             hint="use the nsightwrap version that merged the run",
         )
+    for s in doc.get("shards") or []:
+        if isinstance(s, Mapping) and s.get("dir"):
+            check_inside(Path(run_dir), str(s["dir"]), path)
     return doc
+
+
+def check_inside(run_dir: Path, rel: str, manifest: Path) -> None:
+    """Refuse a shard directory that leaves the run (absolute, ``..``, or a link out of it):
+    a manifest is data, and must never make report read, or merge link, files elsewhere."""
+    p = Path(rel)
+    root = Path(run_dir).resolve()
+    if p.is_absolute() or ".." in p.parts or not (root / p).resolve().is_relative_to(root):
+        raise PathEscape(
+            f"{manifest}: shard directory {rel!r} is outside the run directory",
+            hint="a merged run's shards live under its shards/ folder; merge the shards again",
+        )
 
 
 def is_merged(run_dir: Path) -> bool:
     """Whether ``run_dir`` is a merged run (``nsightwrap merge`` or ``profile --gpus``)."""
     try:
         return read_merged(run_dir) is not None
+    except PathEscape:  # a merged run, and a hostile one: never read as a plain run
+        raise
     except NsightwrapError:
         return False
 
