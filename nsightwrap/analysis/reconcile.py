@@ -580,7 +580,14 @@ def amortized_launches(ncu: NcuStats | None, nsys: NsysStats | None) -> int:
     (nsys, else ncu); 1 where a window holds one launch or several different kernels."""
     if nsys is not None and nsys.streams > 1:
         return 1  # kernels side by side on several streams, not one after another
-    names = nsys.kernel_names if nsys is not None and nsys.kernel_names else (ncu.kernel_names if ncu else ())
+    if ncu is not None and ncu.kernels:
+        # ncu's full names: nsys's short ones (vectorized_elementwise_kernel) are shared by
+        # different template instances (a multiply and an add of one graph replay).
+        first = min(k.iteration for k in ncu.kernels)
+        full = [k.kernel for k in ncu.kernels if k.iteration == first]
+        n = len(nsys.kernel_names) if nsys is not None and nsys.kernel_names else len(full)
+        return n if n > 1 and len(set(full)) == 1 else 1
+    names = nsys.kernel_names if nsys is not None and nsys.kernel_names else ()
     if len(names) > 1 and len(set(names)) == 1:
         return len(names)
     return 1
