@@ -142,12 +142,6 @@ KNOWN_CYCLES: set[frozenset[str]] = {
     frozenset({"nsightwrap.analysis.decompose", "nsightwrap.analysis.iterations", "nsightwrap.analysis.reconcile"}),
     # analyze() hands a merged run to analyze_merged, which analyzes each shard with analyze()
     frozenset({"nsightwrap.analysis.load", "nsightwrap.analysis.merged"}),
-    # the mirrors push through ranges' library handle; ranges pushes raw through the mirrors
-    frozenset({"nsightwrap.capture.nvtxmirror", "nsightwrap.capture.ranges"}),
-    # compare() adds the energy verdicts, which are built on verdicts' statistics
-    frozenset({"nsightwrap.compare.energy", "nsightwrap.compare.verdicts"}),
-    # the sampler builds the power record, which reads the sampler's trace types
-    frozenset({"nsightwrap.timer.energy", "nsightwrap.timer.nvml"}),
 }
 
 

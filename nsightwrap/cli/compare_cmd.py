@@ -14,7 +14,8 @@ from rich.console import Console
 
 from nsightwrap.cli import app, err_console, write_output
 from nsightwrap.compare.sides import load_side
-from nsightwrap.compare.verdicts import PRESETS, Comparison, compare
+from nsightwrap.compare.stats import PRESETS
+from nsightwrap.compare.verdicts import Comparison, compare
 from nsightwrap.core.errors import EXIT_FINDINGS, NoCommonBenchmarks, UsageError
 from nsightwrap.export.compare_json import to_json
 from nsightwrap.export.compare_junit import to_junit

@@ -45,7 +45,7 @@ from nsightwrap.timer.kerneltime import (
     median_or_none,
     profiler_busy,
 )
-from nsightwrap.timer.nvml import NvmlSampler, align, reason_names
+from nsightwrap.timer.nvml import NvmlSampler
 from nsightwrap.timer.result import BenchResult, Reason, bench_name
 from nsightwrap.timer.sidecar import sidecar_path, write_sidecar
 from nsightwrap.timer.stamps import Stamps, finite
@@ -59,6 +59,7 @@ from nsightwrap.timer.stats import (
     summarize,
 )
 from nsightwrap.timer.thermal import thermal_guard
+from nsightwrap.timer.traces import align, reason_names
 
 #: Default throttle threshold: a sample whose SM clock is under this fraction of the GPU's
 #: maximum SM clock is left out of the statistics (nvbench's default, 0.75).
@@ -343,7 +344,10 @@ def _measure(
         # Right after the samples, before the energy window heats the GPU: the same conditions.
         kernel = _kernel_time(gpu, runner, k, flush_l2, method, stamps, stage, kernel_time)
         # Under nsys the window's thousands of launches would only swell the trace.
-        energy_window(gpu, runner, k, per_call_ns, sampler, 0.0 if stage == contract.PASS_NSYS else energy_s)
+        if sampler.available:  # without NVML no counter reads the window: skip it
+            steady = energy_window(gpu, runner, k, per_call_ns, 0.0 if stage == contract.PASS_NSYS else energy_s)
+            if steady is not None:
+                sampler.windows["steady"] = steady
     return _finish(name, params, flops, nbytes, loop, rule, method, sampler, kernel)
 
 
