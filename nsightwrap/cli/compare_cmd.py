@@ -186,5 +186,6 @@ def report_of(path: Path) -> Mapping[str, Any]:
     """The report document of a run directory: the analysis, in the report JSON's form."""
     from nsightwrap.analysis.load import analyze
     from nsightwrap.export.jsonio import report_to_dict
+    from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
-    return report_to_dict(analyze(path))
+    return report_to_dict(analyze(path, read_ncu=read_ncu_rep_isolated))
