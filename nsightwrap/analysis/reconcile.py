@@ -42,7 +42,7 @@ from nsightwrap.core.contract import ITER_PREFIX, kernel_time_copies
 #: Clocks closer than this (relative) are "the same clock": NVML reports 15 MHz steps.
 CLOCK_SAME = 0.02
 #: Smallest timer excess over nsys busy time named as launch overhead: an empty CUDA-event
-#: window alone measured 1.3 us on an H200.
+#: window alone costs about 1.3 us (``method.empty_window_ns``, docs/timer.md).
 LAUNCH_MIN_NS = 1000.0
 #: Kernels shorter than this are launch-bound candidates under plain CUDA-event timing.
 SHORT_KERNEL_NS = 20_000.0

@@ -68,7 +68,7 @@ TENSOR_OPS: Mapping[str, tuple[str, float]] = {
 }
 #: The tensor-op counters ``nsightwrap profile --roofline-counters`` adds to the ncu pass (names of
 #: ncu 2025.3 on Hopper; a name a GPU lacks reads n/a, it does not fail the pass). They cost 5 more
-#: replay passes per kernel on an H200 (12 -> 17), so they are not in the default set.
+#: replay passes per kernel (12 -> 17, docs/device.md), so they are not in the default set.
 ROOFLINE_NCU_METRICS = (
     "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
     "sm__ops_path_tensor_src_fp16.sum",
@@ -321,7 +321,7 @@ def benchmark_roofline(
     # ncu's time and clock when ncu profiled the benchmark's kernels: both come from the same
     # kernels, so the clock-scaled roof is consistent with the rate. (The timer's on-GPU clock
     # probe can read low while a kernel fills every SM -- 1.28 GHz for a GEMM ncu measured at
-    # 1.54 GHz on an H200 -- which would push the scaled roof down and the % above 100.)
+    # 1.54 GHz where measured -- which would push the scaled roof down and the % above 100.)
     timer_ns = b.timer.median_ns if b.timer is not None and math.isfinite(b.timer.median_ns) else None
     if iters and b.ncu is not None and b.ncu.median_ns:
         time_ns, time_src, clock = b.ncu.median_ns, "ncu", b.ncu.sm_clock_hz

@@ -3,7 +3,8 @@ record of a benchmark (sidecar field; docs/power.md).
 
 Why a window of its own: the timed samples are spaced by L2 flushes (2x the L2 written and read)
 and GPU sleeps that hold the queue, which dominate the energy of a short kernel; and NVML's
-energy counter moves in steps of ~100 ms (H200), so a window must hold several steps. The energy
+energy counter moves in steps (every ~100 ms where measured, docs/power.md), so a window must
+hold several steps. The energy
 window calls ``fn`` back to back (no flush, no sleep) for ``energy_s`` seconds (default 1 s,
 ``NSIGHTWRAP_ENERGY_S`` to change it, 0 to turn it off) between two CUDA events. Power is the
 counter's whole steps inside the window (``traces.counter_power``); energy per call is that power
@@ -35,7 +36,8 @@ from nsightwrap.timer.traces import (
     reason_names,
 )
 
-#: Default length of the energy window (s): about 8 whole steps of an H200's 100 ms counter.
+#: Default length of the energy window (s): about 8 whole steps of a counter that moves every
+#: 100 ms (docs/power.md).
 ENERGY_S = 1.0
 #: Environment variable that sets the default (``0`` turns the window off).
 ENV_ENERGY_S = "NSIGHTWRAP_ENERGY_S"

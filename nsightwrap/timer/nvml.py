@@ -1,7 +1,7 @@
 """SM clock during a measurement: NVML sampled in a background thread, aligned to samples.
 
-NVML read from the host after a synchronize reports the idle boost clock (1980 MHz on an H200)
-even when the kernel just ran at 1.6 GHz: the clock drops under load and recovers at once. So
+NVML read from the host after a synchronize reports the idle boost clock (the GPU's maximum)
+even when the kernel just ran some 20% lower: the clock drops under load and recovers at once. So
 the clock is sampled WHILE the timed loop runs, and each timing sample takes the reading nearest
 to its window on the host clock (``time.perf_counter``).
 

@@ -141,7 +141,7 @@ class CounterPower:
 
     ``step_w``: each step's energy over the counter's period (W), one per step; ``period_s``
     and ``lag_s``: the counter's update period and how late a step reports its period (taken
-    equal to the period, as measured on an H200); ``covered_s``: the time the steps cover.
+    equal to the period, as measured, docs/power.md); ``covered_s``: the time the steps cover.
     """
 
     mean_w: float
