@@ -51,7 +51,7 @@ from nsightwrap.analysis.model import (
 from nsightwrap.analysis.power import attach_power
 from nsightwrap.analysis.reconcile import BenchmarkSpec, reconcile_all, specs_from_nvtx
 from nsightwrap.analysis.roofline import attach_rooflines
-from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, PASS_NSYS, SIDECAR_GLOB
+from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, PASS_NSYS, SIDECAR_GLOB, uuid_key
 from nsightwrap.core.errors import NativeReaderCrashed, NsightwrapError, ReportParseError, UsageError
 from nsightwrap.core.rundir import (
     CLOCK_SWEEP_PASS,
@@ -488,17 +488,12 @@ def _read_nsys(layout: RunLayout, notes: list[str]) -> Any:
     return read_nsys(layout.nsys_sqlite)
 
 
-def _uuid_key(u: object) -> str:
-    # nvidia-smi writes "GPU-6f1c...", torch "6f1c...".
-    return str(u).strip().lower().removeprefix("gpu-")
-
-
 def _one_gpu(samples: pd.DataFrame | None, devices: Sequence[Any], notes: list[str]) -> pd.DataFrame | None:
     """The sample rows of the GPU the timer ran on (nvidia-smi logs every GPU of the host)."""
     if samples is None or "gpu_uuid" not in samples or samples["gpu_uuid"].nunique() < 2:
         return samples
-    uuids = {_uuid_key(d["uuid"]) for d in devices if isinstance(d, Mapping) and d.get("uuid")}
-    keep = samples["gpu_uuid"].map(_uuid_key).isin(uuids)
+    uuids = {uuid_key(d["uuid"]) for d in devices if isinstance(d, Mapping) and d.get("uuid")}
+    keep = samples["gpu_uuid"].map(uuid_key).isin(uuids)
     if uuids and bool(keep.any()):
         return samples[keep].reset_index(drop=True)
     notes.append(

@@ -18,13 +18,9 @@ from typing import Any
 
 from nsightwrap.analysis.gpu_variance import gpu_variance
 from nsightwrap.analysis.model import BenchmarkResult, Environment, RunResult, Settings, ShardSummary
-from nsightwrap.core.contract import PASS_PLAIN, SIDECAR_GLOB
+from nsightwrap.core.contract import PASS_PLAIN, SIDECAR_GLOB, uuid_key
 from nsightwrap.core.errors import NsightwrapError
 from nsightwrap.core.rundir import MANIFEST_NAME, MODE_REPLICATE, RunLayout, read_merged
-
-
-def _uuid_key(u: object) -> str:
-    return str(u).strip().lower().removeprefix("gpu-")
 
 
 def run_sidecars(run_dir: Path) -> list[Path]:
@@ -69,7 +65,7 @@ def _gpu_seen(shard_dir: Path, uuid: str | None) -> tuple[float | None, float | 
         try:
             rows = read_smi_samples(layout.smi_samples)
             if uuid and "gpu_uuid" in rows:
-                rows = rows[rows["gpu_uuid"].map(_uuid_key) == _uuid_key(uuid)]
+                rows = rows[rows["gpu_uuid"].map(uuid_key) == uuid_key(uuid)]
             t = rows["temperature_c"].dropna()
             temp = float(t.max()) if len(t) else None
         except NsightwrapError:
@@ -81,7 +77,7 @@ def _gpu_seen(shard_dir: Path, uuid: str | None) -> tuple[float | None, float | 
             gpus = read_smi_xml_all(layout.smi_xml)
         except NsightwrapError:
             gpus = []
-        match = [g for g in gpus if uuid and g.uuid and _uuid_key(g.uuid) == _uuid_key(uuid)]
+        match = [g for g in gpus if uuid and g.uuid and uuid_key(g.uuid) == uuid_key(uuid)]
         g = match[0] if match else (gpus[0] if len(gpus) == 1 else None)
         limit = g.power_limit_w if g else None
     return temp, limit

@@ -37,7 +37,10 @@ from nsightwrap.analysis.model import (
     TimerStats,
     Verdict,
 )
-from nsightwrap.core.contract import ITER_PREFIX, kernel_time_copies
+from nsightwrap.core.contract import DIRTY_FLUSHES, ITER_PREFIX, kernel_time_copies
+from nsightwrap.core.intervals import concurrent
+from nsightwrap.core.units import ghz_text as _ghz
+from nsightwrap.core.units import us_text as _us
 
 #: Clocks closer than this (relative) are "the same clock": NVML reports 15 MHz steps.
 CLOCK_SAME = 0.02
@@ -46,10 +49,6 @@ CLOCK_SAME = 0.02
 LAUNCH_MIN_NS = 1000.0
 #: Kernels shorter than this are launch-bound candidates under plain CUDA-event timing.
 SHORT_KERNEL_NS = 20_000.0
-#: Sum of op durations above busy time by this share means ops ran concurrently.
-OVERLAP_SHARE = 0.02
-#: Flush methods that leave dirty lines in L2 (the next kernel pays their write-back).
-DIRTY_FLUSHES = frozenset({"zero", "zero_", "memset", "fill", "dirty"})
 
 
 @dataclass(frozen=True)
@@ -143,14 +142,6 @@ def _mode(values: Sequence[int]) -> int | None:
     return Counter(values).most_common(1)[0][0] if values else None
 
 
-def _us(ns: float | None) -> str:
-    return "n/a" if ns is None else f"{ns / 1e3:.2f} us"
-
-
-def _ghz(hz: float | None) -> str:
-    return "n/a" if hz is None else f"{hz / 1e9:.3f} GHz"
-
-
 def _flush_kind(method: Mapping[str, Any]) -> str | None:
     """The timer's L2 flush: ``None`` (no flush) or its kind (``write+read``, ``zero``, ``yes``)."""
     kind = method.get("flush")
@@ -208,12 +199,12 @@ def overlap_ns(nsys: NsysStats | None) -> float | None:
     """Median per-iteration sum of op durations when ops ran concurrently (else None).
 
     Concurrent means the sum exceeds nsys busy time (the union of the intervals) by more than
-    ``OVERLAP_SHARE``.
+    ``core.intervals.OVERLAP_SHARE`` (``intervals.concurrent``).
     """
     if nsys is None or not nsys.busy_median_ns or not nsys.op_sum_ns:
         return None
     op_sum = _median(nsys.op_sum_ns) or 0.0
-    return op_sum if op_sum > nsys.busy_median_ns * (1 + OVERLAP_SHARE) else None
+    return op_sum if concurrent(op_sum, nsys.busy_median_ns) else None
 
 
 def find_causes(

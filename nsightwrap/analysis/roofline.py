@@ -38,9 +38,10 @@ from nsightwrap.analysis.model import (
     Roofs,
     RunResult,
 )
+from nsightwrap.core.contract import uuid_key
 from nsightwrap.core.errors import NsightwrapError, UsageError
 from nsightwrap.device.roofs import DeviceRoofs, datasheet_roofs, measured_roofs
-from nsightwrap.device.store import RUN_DEVICE_FILE, find_cached, read_device_file, uuid_key
+from nsightwrap.device.store import RUN_DEVICE_FILE, find_cached, read_device_file
 
 #: SIMT instruction counters -> (kind, FLOPs per thread instruction).
 SASS_FLOPS: Mapping[str, tuple[str, float]] = {

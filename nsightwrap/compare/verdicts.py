@@ -28,6 +28,7 @@ from nsightwrap.compare.stats import (
     mann_whitney_u,
     spread,
 )
+from nsightwrap.core.units import ghz_text
 
 METRICS = ("timer", "ncu", "nsys")
 
@@ -140,7 +141,7 @@ class Comparison:
 
 
 def _ghz(hz: float | None) -> str:
-    return "?" if hz is None else f"{hz / 1e9:.2f} GHz"
+    return ghz_text(hz, 2, "?")
 
 
 def judge(base: Samples, cur: Samples, settings: Settings = DEFAULT_SETTINGS) -> BenchVerdict:
