@@ -53,6 +53,7 @@ from nsightwrap.analysis.reconcile import BenchmarkSpec, reconcile_all, specs_fr
 from nsightwrap.analysis.roofline import attach_rooflines
 from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, PASS_NSYS, SIDECAR_GLOB, uuid_key
 from nsightwrap.core.errors import NativeReaderCrashed, NsightwrapError, ReportParseError, UsageError
+from nsightwrap.core.jsonfile import finite_number
 from nsightwrap.core.rundir import (
     CLOCK_SWEEP_PASS,
     DURATION_PASS,
@@ -305,7 +306,7 @@ def _spec(entry: Any, where: str) -> BenchmarkSpec:
     timer = _timer_stats(
         samples,
         tuple(float(v) if v is not None else math.nan for v in per_clock) if isinstance(per_clock, list) else None,
-        sm_clock_hz=_opt(entry.get("sm_clock_hz")),
+        sm_clock_hz=finite_number(entry.get("sm_clock_hz")),
         clock_source=str(entry.get("clock_source") or "none"),
         method=dict(entry.get("method") or {}),
     )
@@ -319,18 +320,18 @@ def _timer_extras(entry: Mapping[str, Any]) -> dict[str, Any]:
     """The sidecar-2 timer fields (CUPTI kernel time, throttled samples, reason codes); a
     version-1 entry has none of them and gets the defaults."""
     method: Mapping[str, Any] = entry["method"] if isinstance(entry.get("method"), Mapping) else {}
-    nums = [v for v in entry.get("kernel_samples_ns") or () if _opt(v) is not None]
+    nums = [v for v in entry.get("kernel_samples_ns") or () if finite_number(v) is not None]
     return {
-        "kernel_ns": _opt(entry.get("kernel_ns")),
+        "kernel_ns": finite_number(entry.get("kernel_ns")),
         "kernel_samples_ns": tuple(float(v) for v in nums),
         # Version 1 counted NVML-flagged samples there (kept in samples_ns): only version 2, which
         # writes rejected_ns, means samples left out.
         "throttled": int(entry.get("throttled") or 0) if "rejected_ns" in entry else 0,
-        "rejected_ns": tuple(float(v) for v in entry.get("rejected_ns") or () if _opt(v) is not None),
-        "rejected_clock_hz": tuple(_opt(v) for v in entry.get("rejected_clock_hz") or ()),
-        "throttle_threshold_hz": _opt(method.get("throttle_threshold_hz")),
+        "rejected_ns": tuple(float(v) for v in entry.get("rejected_ns") or () if finite_number(v) is not None),
+        "rejected_clock_hz": tuple(finite_number(v) for v in entry.get("rejected_clock_hz") or ()),
+        "throttle_threshold_hz": finite_number(method.get("throttle_threshold_hz")),
         "settling": int(method.get("settling_samples") or 0),
-        "settled_clock_hz": _opt(method.get("settled_clock_hz")),
+        "settled_clock_hz": finite_number(method.get("settled_clock_hz")),
         "sample_clock_source": str(method.get("sample_clock_source") or "none"),
         "reasons": tuple(str(r) for r in entry.get("reasons") or ()),
     }
@@ -378,12 +379,6 @@ def _merge_specs(specs: Sequence[BenchmarkSpec]) -> list[BenchmarkSpec]:
             )  # fmt: skip
             seen[s.nvtx_path] = replace(have, timer=pooled)
     return list(seen.values())
-
-
-def _opt(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        return None
-    return float(v)
 
 
 # ----------------------------------------------------------------------------- passes
@@ -522,7 +517,7 @@ def _trace(samples: pd.DataFrame | None) -> tuple[ClockSample, ...]:
         return ()
     secs = (t - t.min()).dt.total_seconds()
     return tuple(
-        ClockSample(t_s=float(s), sm_clock_hz=float(f), power_w=_opt(w), temperature_c=_opt(c))
+        ClockSample(t_s=float(s), sm_clock_hz=float(f), power_w=finite_number(w), temperature_c=finite_number(c))
         for s, f, w, c in zip(secs, samples["sm_clock_hz"], samples["power_w"], samples["temperature_c"], strict=True)
         if not (math.isnan(s) or math.isnan(f))
     )

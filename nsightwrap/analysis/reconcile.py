@@ -8,7 +8,6 @@ docs/reconciliation.md explains the model, each cause and its thresholds.
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from nsightwrap.core.contract import DIRTY_FLUSHES, ITER_PREFIX, kernel_time_cop
 from nsightwrap.core.intervals import concurrent
 from nsightwrap.core.units import ghz_text as _ghz
 from nsightwrap.core.units import us_text as _us
+from nsightwrap.timer.stats import median_or_none
 
 #: Clocks closer than this (relative) are "the same clock": NVML reports 15 MHz steps.
 CLOCK_SAME = 0.02
@@ -68,10 +68,6 @@ class BenchmarkSpec:
     timer: TimerStats | None = None
     #: Where the timing came from (``BenchmarkResult.source``); None: nsightwrap.bench.
     source: Mapping[str, Any] | None = None
-
-
-def _median(values: Sequence[float]) -> float | None:
-    return float(statistics.median(values)) if values else None
 
 
 def base_name(kernel: str) -> str:
@@ -203,7 +199,7 @@ def overlap_ns(nsys: NsysStats | None) -> float | None:
     """
     if nsys is None or not nsys.busy_median_ns or not nsys.op_sum_ns:
         return None
-    op_sum = _median(nsys.op_sum_ns) or 0.0
+    op_sum = median_or_none(nsys.op_sum_ns) or 0.0
     return op_sum if concurrent(op_sum, nsys.busy_median_ns) else None
 
 
@@ -227,7 +223,7 @@ def find_causes(
         causes.append(dis)
 
     if nsys is not None and nsys.non_kernel_ns:
-        nk = _median(nsys.non_kernel_ns) or 0.0
+        nk = median_or_none(nsys.non_kernel_ns) or 0.0
         copies, sets = _mode(nsys.memcpy_per_iteration) or 0, _mode(nsys.memset_per_iteration) or 0
         share = nk / nsys.busy_median_ns if nsys.busy_median_ns else None
         only_copies = ncu is not None and n_ncu == 0 and not any(nsys.kernels_per_iteration)
@@ -322,7 +318,7 @@ def find_causes(
             )
 
     if timer is not None and t:
-        kernel_med = _median([k.duration_ns for k in ncu.kernels]) if ncu and ncu.kernels else None
+        kernel_med = median_or_none([k.duration_ns for k in ncu.kernels]) if ncu and ncu.kernels else None
         if nsys is not None and nsys.busy_median_ns is not None and any(nsys.busy_ns):
             excess = t - nsys.busy_median_ns
             gap = nsys.gap_median_ns or 0.0

@@ -42,6 +42,7 @@ from nsightwrap.core.contract import uuid_key
 from nsightwrap.core.errors import NsightwrapError, UsageError
 from nsightwrap.device.roofs import DeviceRoofs, datasheet_roofs, measured_roofs
 from nsightwrap.device.store import RUN_DEVICE_FILE, find_cached, read_device_file
+from nsightwrap.timer.stats import median_or_none
 
 #: SIMT instruction counters -> (kind, FLOPs per thread instruction).
 SASS_FLOPS: Mapping[str, tuple[str, float]] = {
@@ -280,14 +281,6 @@ def _rows_by_benchmark(
     return out
 
 
-def _median(values: Sequence[float]) -> float | None:
-    vals = sorted(values)
-    if not vals:
-        return None
-    mid = len(vals) // 2
-    return vals[mid] if len(vals) % 2 else 0.5 * (vals[mid - 1] + vals[mid])
-
-
 def benchmark_roofline(
     b: BenchmarkResult, roofs: Roofs, kernels: pd.DataFrame | None, flops: float | None, nbytes: float | None,
     iters: dict[int, list[dict[str, Any]]] | None = None,
@@ -316,7 +309,7 @@ def benchmark_roofline(
             for _, kinds, _ in got:
                 for k, v in kinds.items():
                     by_kind[k] = by_kind.get(k, 0.0) + v
-    ncu_flops, ncu_bytes = _median(it_flops), _median(it_bytes)
+    ncu_flops, ncu_bytes = median_or_none(it_flops), median_or_none(it_bytes)
     work_flops, flops_src = (flops, "bench") if flops else (ncu_flops, "ncu" if ncu_flops is not None else "")
     work_bytes, bytes_src = (nbytes, "bench") if nbytes else (ncu_bytes, "ncu dram" if ncu_bytes is not None else "")
     # ncu's time and clock when ncu profiled the benchmark's kernels: both come from the same

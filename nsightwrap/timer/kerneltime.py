@@ -15,7 +15,6 @@ profiler is active.
 
 from __future__ import annotations
 
-import statistics
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -116,6 +115,3 @@ def measure_kernel_time(
     return got, None
 
 
-def median_or_none(values: Sequence[float]) -> float | None:
-    """Median of ``values``, None when empty."""
-    return float(statistics.median(values)) if values else None

@@ -42,7 +42,6 @@ from nsightwrap.timer.kerneltime import (
     KERNEL_TIME_CALLS,
     KernelCalls,
     measure_kernel_time,
-    median_or_none,
     profiler_busy,
 )
 from nsightwrap.timer.nvml import NvmlSampler
@@ -54,6 +53,7 @@ from nsightwrap.timer.stats import (
     Stopper,
     StopReason,
     StopRule,
+    median_or_none,
     settling_prefix,
     split_by_clock,
     summarize,

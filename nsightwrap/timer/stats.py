@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import math
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,11 @@ class Summary:
     def rel_ci(self) -> float:
         """Half-width of the median's ~95 % interval relative to the median (shrinks with n)."""
         return median_rel_ci(self.median, self.iqr, self.n)
+
+
+def median_or_none(values: Sequence[float]) -> float | None:
+    """Median of ``values``, None when empty (the one median of a list that may be empty)."""
+    return float(statistics.median(values)) if len(values) else None
 
 
 def summarize(samples: Sequence[float] | np.ndarray) -> Summary:
