@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from nsightwrap.core.errors import InputNotFound, ReportParseError
-from nsightwrap.core.units import parse_quantity, unit_factor
+from nsightwrap.core.units import ghz_text, parse_quantity, unit_factor, us_text
 from nsightwrap.parsers.ncu import (
     KERNEL_COLUMNS,
     kernels_by_range,
@@ -410,3 +410,8 @@ def test_gpu_capture_rep_and_csv_agree(tmp_path: Path) -> None:
     if none_path.exists():
         with pytest.raises(ReportParseError, match="no kernels were profiled"):
             read_ncu_rep(none_path)
+
+
+def test_the_analysis_speaks_in_us_and_ghz() -> None:
+    assert us_text(17_310.0) == "17.31 us" and us_text(None) == "n/a"
+    assert ghz_text(1.98e9) == "1.980 GHz" and ghz_text(1.98e9, 2, "?") == "1.98 GHz" and ghz_text(None, 2, "?") == "?"

@@ -30,7 +30,7 @@ from nsightwrap.timer import (
     sweep_points,
     write_sidecar,
 )
-from nsightwrap.timer.nvml import REASON_HW_THERMAL, REASON_SW_POWER_CAP, ClockTrace, align, reason_names
+from nsightwrap.timer.traces import REASON_HW_THERMAL, REASON_SW_POWER_CAP, ClockTrace, align, reason_names
 
 ROOT = Path(__file__).resolve().parent.parent
 DEVICE = {"name": "NVIDIA H200", "index": 0, "sm_count": 132, "l2_bytes": 62914560}
