@@ -67,7 +67,7 @@ def analyze(
     if is_merged(run_dir):  # shards/<i>/, each analysed on its own (analysis/merged.py)
         from nsightwrap.analysis.merged import analyze_merged
 
-        return analyze_merged(run_dir, tolerance=tolerance, clock_ref=clock_ref)
+        return analyze_merged(run_dir, tolerance=tolerance, clock_ref=clock_ref, device_file=device_file)
     manifest = read_manifest(run_dir)
     layout = RunLayout(run_dir)
     notes: list[str] = []

@@ -119,8 +119,11 @@ def _owned(b: BenchmarkResult, shard: int, owner: Mapping[str, int]) -> bool:
     return str(b.source.get("kind") or "nsightwrap_bench") not in ("nsightwrap_bench", "nvtx_range")
 
 
-def analyze_merged(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") -> RunResult:
-    """Analyse every shard of the merged run ``run_dir`` and join them (see the module docs)."""
+def analyze_merged(
+    run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain", device_file: Path | None = None
+) -> RunResult:
+    """Analyse every shard of the merged run ``run_dir`` and join them (see the module docs);
+    ``device_file``: the roofs every shard is held against (else each shard's own)."""
     from nsightwrap.analysis.load import analyze
 
     run_dir = Path(run_dir)
@@ -143,7 +146,7 @@ def analyze_merged(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "p
         message = e.get("message")
         if shard_dir is not None and (shard_dir / "manifest.json").is_file():
             try:
-                r = analyze(shard_dir, tolerance=tolerance, clock_ref=clock_ref)
+                r = analyze(shard_dir, tolerance=tolerance, clock_ref=clock_ref, device_file=device_file)
             except NsightwrapError as exc:
                 message = f"{message + '; ' if message else ''}not analysed: {exc}"
         kept: list[BenchmarkResult] = []

@@ -27,12 +27,18 @@ class ChartRoof:
 
 @dataclass(frozen=True)
 class ChartPoint:
-    """One benchmark or kernel: label, FLOP per byte, achieved FLOP/s; ``marker`` o / s / ^."""
+    """One benchmark or kernel: label, FLOP per byte, achieved FLOP/s; ``marker`` o / s / ^;
+    ``title``: what hovering the point shows (its label first; default the label alone)."""
 
     label: str
     intensity: float
     flops_per_s: float
     marker: str = "o"
+    title: str = ""
+
+
+#: The SVG group id of the n-th point drawn (``roofline_svg`` gives each its ``<title>``).
+POINT_ID = "nw-pt-{}"
 
 
 def _plt() -> Any:
@@ -115,8 +121,9 @@ def roofline_svg(
     for i, p in enumerate(pts):
         color = POINT_COLORS[i % len(POINT_COLORS)]
         marker = p.marker if p.marker != "o" else markers[i // len(POINT_COLORS) % len(markers)]
-        ax.scatter([p.intensity], [p.flops_per_s], color=color, marker=marker, s=30 if p.marker == "o" else 14,
-                   zorder=3, label=p.label, edgecolors="white", linewidths=0.4)  # fmt: skip
+        dot = ax.scatter([p.intensity], [p.flops_per_s], color=color, marker=marker, s=30 if p.marker == "o" else 14,
+                         zorder=3, label=p.label, edgecolors="white", linewidths=0.4)  # fmt: skip
+        dot.set_gid(POINT_ID.format(i))
     bottom = min([*(p.flops_per_s for p in pts), lo * (memory_bytes_per_s or 1e12)])
     ax.set_xlim(lo, hi)
     ax.set_ylim(max(bottom / 3, 1e6), top * 3)
@@ -128,6 +135,17 @@ def roofline_svg(
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     svg = _svg(fig)
     plt.close(fig)
+    return _with_titles(svg, [p.title or p.label for p in pts])
+
+
+def _with_titles(svg: str, titles: Sequence[str]) -> str:
+    """``svg`` with a ``<title>`` first in each point's group: the browser shows it on hover (no
+    script, nothing fetched). Names are escaped; matplotlib wrote the groups from ``set_gid``."""
+    from nsightwrap.export.escape import html as esc
+
+    for i, text in enumerate(titles):
+        head = f'<g id="{POINT_ID.format(i)}">'
+        svg = svg.replace(head, f'<g id="{POINT_ID.format(i)}" class="nw-point"><title>{esc(text)}</title>', 1)
     return svg
 
 

@@ -27,9 +27,21 @@ from nsightwrap.core.errors import InputNotFound, UsageError
 #: Seconds to wait after SIGINT and after SIGTERM before the next, harder signal.
 KILL_GRACE_S = (3.0, 2.0)
 
+#: The tensor pipe's operation counts, the FLOPs of tensor-core kernels on the roofline (names of
+#: ncu 2025.3 on Hopper; a name a GPU lacks reads n/a, it does not fail the pass). In the default
+#: set: they cost 5 more replay passes per kernel on an H200 (12 -> 17), and without them a GEMM
+#: has no FLOP count. ``nsightwrap profile --no-roofline-counters`` leaves them out.
+ROOFLINE_NCU_METRICS = (
+    "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "sm__ops_path_tensor_src_fp16.sum",
+    "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+    "sm__ops_path_tensor_src_fp8.sum",
+    "sm__ops_path_tensor_src_int8.sum",
+)
+
 #: Metrics every ncu pass collects: durations and clocks for the SM-clock model, DRAM traffic
 #: and throughputs to decide which kernels follow the SM clock, instruction counts and launch
-#: shape for the report.
+#: shape for the report, the tensor-op counts for the roofline.
 DEFAULT_NCU_METRICS = (
     "gpu__time_duration.sum",
     "sm__cycles_elapsed.avg.per_second",
@@ -50,6 +62,7 @@ DEFAULT_NCU_METRICS = (
     "launch__grid_size",
     "launch__block_size",
     "launch__registers_per_thread",
+    *ROOFLINE_NCU_METRICS,
 )
 
 LineCallback = Callable[[str, str], None]
