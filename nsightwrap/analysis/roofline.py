@@ -381,11 +381,13 @@ def _time_and_clock(b: BenchmarkResult, profiled: bool) -> tuple[float | None, s
     compute roof is scaled to the same clock, so a compute-bound kernel's % of roof does not
     depend on which clock it is: its rate and its roof both follow the clock."""
     hz = _measured_clock(b)
-    gpu = f"measured on the GPU: {b.clock.source}" if hz and b.clock is not None else ""
+    gpu = f"the SM clock measured on the GPU ({b.clock.source})" if hz and b.clock is not None else ""
     if profiled and b.ncu is not None and b.ncu.median_ns:
         if hz and b.ncu.normalized_ns:
             return b.ncu.normalized_ns, "ncu", hz, gpu
-        return b.ncu.median_ns, "ncu", b.ncu.sm_clock_hz, "ncu's own clock"
+        # The ratio's own words where it is at ncu's clock too ("ncu's own clock: nsys slowed ...").
+        src = b.ref_clock_source if b.ref_clock_source.startswith("ncu's own clock") else "ncu's own clock"
+        return b.ncu.median_ns, "ncu", b.ncu.sm_clock_hz, src
     if b.timer is not None and math.isfinite(b.timer.median_ns):
         if hz:
             return b.timer.median_ns, "timer", hz, gpu
