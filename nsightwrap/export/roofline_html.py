@@ -8,8 +8,8 @@ import math
 from nsightwrap.analysis.model import KernelRoofline, Roofline, RunResult
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export import roofline_text as t
-from nsightwrap.export.escape import html as esc
 from nsightwrap.export.device_text import clock, rate
+from nsightwrap.export.escape import html as esc
 from nsightwrap.export.roofline_chart import ChartPoint, ChartRoof, roofline_svg
 
 
