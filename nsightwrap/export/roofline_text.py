@@ -116,13 +116,15 @@ def reasons(result: RunResult) -> list[tuple[str, str]]:
 
 
 def not_drawn(result: RunResult) -> list[tuple[str, str]]:
-    """(benchmark, why) for every benchmark with rates that the chart leaves out."""
-    out = []
+    """(benchmarks, why) the chart leaves out, one line per reason (the causes are in ``reasons``)."""
+    by_why: dict[str, list[str]] = {}
     for b in result.benchmarks:
         r = b.roofline
-        if r is not None and r.status in ("inconsistent", "uncounted"):
-            out.append((f.label(b), r.issue))
-    return out
+        if r is not None and r.status == "uncounted":
+            by_why.setdefault(r.issue, []).append(f.label(b))
+        elif r is not None and r.status == "inconsistent":
+            by_why.setdefault("above its roof: an inconsistency, not a rate (the cause is in the notes below)", []).append(f.label(b))
+    return [(", ".join(names), why) for why, names in by_why.items()]
 
 
 EXPLAIN = (
