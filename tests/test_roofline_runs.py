@@ -118,7 +118,7 @@ def test_rates_of_a_captured_timing_at_the_gpu_measured_clock() -> None:
         r = b.roofline
         assert r is not None and b.clock is not None and b.ncu is not None and b.ncu.normalized_ns
         assert (r.time_ns, r.time_source, r.clock_hz) == (b.ncu.normalized_ns, "ncu", b.clock.mean_hz)
-        assert r.clock_source.startswith("the SM clock measured on the GPU (nsys GPU metrics")
+        assert r.clock_source.startswith("the SM clock measured on the GPU: nsys GPU metrics")
         assert r.extra["ncu_raw_ns"] == b.ncu.median_ns and r.extra["ncu_clock_hz"] == b.ncu.sm_clock_hz
         assert r.bytes_per_s == pytest.approx(r.bytes / (b.ncu.normalized_ns * 1e-9))  # type: ignore[operator]
     # do_bench #2: nsys slowed its loop 2.9x, so its GPU-measured clock is not the plain pass's:
@@ -136,7 +136,7 @@ def test_compute_roof_scaled_from_its_measured_clock_to_the_loops(shards: RunRes
     b = _bench(shards, "mm[M=256,N=4096]")
     r = b.roofline
     assert r is not None and b.clock is not None and b.ncu is not None
-    assert r.clock_hz == b.clock.mean_hz and r.clock_source.startswith("the SM clock measured on the GPU (timer stamps")
+    assert r.clock_hz == b.clock.mean_hz and r.clock_source.startswith("the SM clock measured on the GPU: timer stamps")
     peak, peak_hz = _peak(shards, "bf16")
     assert r.roof_clock_hz == peak_hz and abs(peak_hz / r.clock_hz - 1) > 0.1  # really another clock
     assert r.roof_flops_per_s == pytest.approx(peak * r.clock_hz / peak_hz, rel=1e-12)

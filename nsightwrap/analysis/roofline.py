@@ -13,9 +13,17 @@ the GPUs nsightwrap knows (marked ``datasheet``), else none (the report says so)
   GEMM's count equal to 2*M*N*K). ``sm__inst_executed_pipe_tensor.sum`` (instructions) is not
   turned into FLOPs: on Hopper the FLOPs per tensor instruction change with the tile shape.
 
-The compute roof is the one of the kernel's dtype, scaled to the clock the time was measured at
-(``peak * f / f_peak``: tensor and FMA throughput follow the SM clock); the memory roof is not
-scaled. Pure functions of parsed data; results are ``model.Roofline`` / ``model.Roofs``.
+The time is ncu's, carried to the loop's SM clock measured on the GPU where there is one (the
+clock the benchmark's ratio is at), else at ncu's own clock; the timer's where ncu did not
+profile the benchmark. The compute roof is the one of the kernel's dtype, scaled from the clock
+it was measured at to that clock (``peak * f / f_peak``: tensor and FMA throughput follow the SM
+clock); the memory roof is not scaled.
+
+A kernel with tensor instructions and no tensor-op counters has unknown FLOPs: it is not placed
+(``uncounted``), since against the memory roof alone a compute-bound GEMM reads as a slow
+memory-bound kernel. A point above 100% of its roof is no rate but an inconsistency of the
+clock, the time or the work count (``inconsistent``, with the causes found). Pure functions of
+parsed data; results are ``model.Roofline`` / ``model.Roofs``.
 """
 
 from __future__ import annotations
@@ -381,7 +389,7 @@ def _time_and_clock(b: BenchmarkResult, profiled: bool) -> tuple[float | None, s
     compute roof is scaled to the same clock, so a compute-bound kernel's % of roof does not
     depend on which clock it is: its rate and its roof both follow the clock."""
     hz = _measured_clock(b)
-    gpu = f"the SM clock measured on the GPU ({b.clock.source})" if hz and b.clock is not None else ""
+    gpu = f"the SM clock measured on the GPU: {b.clock.source}" if hz and b.clock is not None else ""
     if profiled and b.ncu is not None and b.ncu.median_ns:
         if hz and b.ncu.normalized_ns:
             return b.ncu.normalized_ns, "ncu", hz, gpu
