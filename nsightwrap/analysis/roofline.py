@@ -457,7 +457,8 @@ def _over_roof(
             causes.append(f"the FLOP count (flops={flops:.4g} given to bench) is not checked: ncu counted none for it")
     if not compute and bytes_src == "bench" and nbytes and ncu_bytes and nbytes > ncu_bytes * (1 + WORK_SLACK):
         causes.append(f"the byte count (bytes={nbytes:.4g} given to bench) is {100 * (nbytes / ncu_bytes - 1):.0f}% "
-                      f"larger than ncu's DRAM counters say ({ncu_bytes:.4g})")  # fmt: skip
+                      f"larger than ncu's DRAM counters say ({ncu_bytes:.4g}): the rest was served from L2, or "
+                      "counted more than once")  # fmt: skip
     if time_src == "timer" and time_ns and b.timer is not None:
         k = _num(b.timer.kernel_ns)
         if k and k > time_ns * (1 + SAME_CLOCK):

@@ -412,8 +412,9 @@ def profile_command(
         bool,
         typer.Option("--roofline-counters/--no-roofline-counters",
                      help="Count tensor-core FLOPs per kernel with ncu's tensor-op counters, for the roofline of "
-                     "kernels without bench(flops=) [default: on; they cost about 40% more ncu replay passes per "
-                     "kernel, 12 -> 17 on an H200; --no-roofline-counters drops them and tensor kernels then get no FLOP count]."),
+                     "kernels without bench(flops=). On by default: they cost about 40% more ncu replay passes per "
+                     "kernel (17 instead of 12 on an H200). --no-roofline-counters drops them; tensor kernels then "
+                     "get no FLOP count and are left off the roofline."),
     ] = True,
 ) -> None:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
