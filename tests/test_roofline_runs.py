@@ -184,9 +184,10 @@ def test_a_gemm_above_its_roof_is_an_inconsistency_with_its_cause(shards: RunRes
     assert back is not None and (back.status, back.issue, back.over_roof_pct) == (r.status, r.issue, r.over_roof_pct)
 
 
-def test_a_flop_count_larger_than_the_counters_is_named(tmp_path: Path) -> None:
+def test_a_work_count_larger_than_the_counters_is_named(tmp_path: Path) -> None:
     """gemm_bf16 given flops= twice its 2*M*N*K: at about 196% of its roof; ncu's tensor-op
-    counters say half that, and the report says so."""
+    counters say half that, and the report says so. The same for add_fp32's bytes= against
+    ncu's DRAM counters, against the memory roof."""
     run = tmp_path / "run"
     shutil.copytree(COUNTED, run)
     (sidecar,) = (run / "plain").glob("timer-*.json")
@@ -194,8 +195,17 @@ def test_a_flop_count_larger_than_the_counters_is_named(tmp_path: Path) -> None:
     for e in doc["benchmarks"]:
         if e["name"] == "gemm_bf16":
             e["flops"] = 2 * e["flops"]
+        if e["name"] == "add_fp32":  # memory-bound: bytes= twice what it moves
+            e["bytes"] = 2 * e["bytes"]
     sidecar.write_text(json.dumps(doc))
-    r = _bench(analyze(run, device_file=H200), "gemm_bf16").roofline
+    result = analyze(run, device_file=H200)
+    add = _bench(result, "add_fp32").roofline
+    assert add is not None and add.status == "inconsistent" and add.bound == "memory" and add.roof_pct is None
+    assert add.issue.startswith(f"at {add.over_roof_pct:.0f}% of the memory roof: ")
+    dram = add.extra["ncu_dram_bytes"]
+    assert (f"the byte count (bytes={add.bytes:.4g} given to bench) is {100 * (add.bytes / dram - 1):.0f}% larger "  # type: ignore[operator]
+            f"than ncu's DRAM counters say ({dram:.4g})") in add.issue  # fmt: skip
+    r = _bench(result, "gemm_bf16").roofline
     assert r is not None and r.status == "inconsistent" and r.roof_pct is None and r.over_roof_pct > 150  # type: ignore[operator]
     ncu = r.extra["ncu_flops"]
     assert f"is {100 * (r.flops / ncu - 1):.0f}% larger than ncu's counters say ({ncu:.4g})" in r.issue  # type: ignore[operator]
