@@ -1,0 +1,242 @@
+"""First uses and CUDA-graph replays in the windows of real H200 captures, checked against SQL
+written independently on the same nsys exports.
+
+Runs: fixtures/runs/h200-nvtx (``examples/own_nvtx.py``: its own NVTX ranges, 3 steps; the first
+step's GEMM is cuBLAS's first use, the first softmax and the worker thread's ``sin`` load their
+kernels lazily, the first ``two_streams`` allocates on two new streams, ``graph_replay`` replays
+a CUDA graph, ``copies`` and the ``do_bench`` windows are warm), fixtures/runs/h200-blog (every
+window warmed up by its loop) and fixtures/captures/causes/run (``mm_graph_warm``:
+``nw.bench(cuda_graph=True)`` replays).
+"""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from nsightwrap.analysis.captured import range_benchmarks
+from nsightwrap.analysis.iterations import nsys_iterations
+from nsightwrap.analysis.reconcile import specs_from_nvtx
+from nsightwrap.analysis.window_facts import (
+    GRAPH_FIXES,
+    WARM_UP_FIX,
+    WindowFacts,
+    fix_for,
+    warm_up_evidence,
+    warm_up_part_ns,
+    window_facts,
+)
+from nsightwrap.parsers.nsys import SETUP_CALL_COLUMNS, NsysReport, read_nsys
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = ROOT / "fixtures" / "runs"
+CAUSES = ROOT / "fixtures" / "captures" / "causes" / "run"
+
+
+def _sqlite(run: Path, tmp: Path) -> Path:
+    out = tmp / f"{run.name}.sqlite"
+    if not out.exists():
+        with gzip.open(run / "nsys" / "report.sqlite.gz", "rb") as src, out.open("wb") as dst:
+            shutil.copyfileobj(src, dst)
+    return out
+
+
+def facts_of(rep: NsysReport) -> dict[str, WindowFacts]:
+    """Every benchmark's facts: the layer's timing ranges (``<site> #k/iter<i>``) and, through
+    ``range_benchmarks``, the script's own NVTX ranges, as ``nsightwrap report`` finds them."""
+    pp = rep.ranges[rep.ranges["kind"] == "pushpop"]
+    specs = specs_from_nvtx(pp.loc[pp["depth"] == 0, "path"], pp["path"])
+    specs, _, view = range_benchmarks(specs, None, rep, [])
+    found = nsys_iterations(view.ops, view.ranges, view.attribution, specs, view.event_calls)
+    return {s.name: f for s, f in zip(specs, window_facts(found, len(specs), view.setup_calls), strict=True)}
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("window_facts")
+
+
+@pytest.fixture(scope="module")
+def nvtx_db(tmp: Path) -> Path:
+    return _sqlite(RUNS / "h200-nvtx", tmp)
+
+
+@pytest.fixture(scope="module")
+def nvtx_rep(nvtx_db: Path) -> NsysReport:
+    return read_nsys(nvtx_db)
+
+
+@pytest.fixture(scope="module")
+def nvtx(nvtx_rep: NsysReport) -> dict[str, WindowFacts]:
+    return facts_of(nvtx_rep)
+
+
+def _range(db: Path, text: str, k: int) -> tuple[int, int, int]:
+    """(start, end, thread) of the k-th push/pop range named ``text``, by start."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        rows = con.execute(
+            "SELECT e.start, e.end, e.globalTid FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId "
+            "WHERE COALESCE(e.text, s.value) = ? AND e.eventType = 59 ORDER BY e.start",
+            (text,),
+        ).fetchall()
+    return rows[k]
+
+
+def _calls_in(db: Path, rng: tuple[int, int, int], api_like: str) -> tuple[int, int]:
+    """(count, summed ns) of runtime calls named like ``api_like`` begun inside ``rng`` on its thread."""
+    s, e, tid = rng
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        n, total = con.execute(
+            "SELECT COUNT(*), COALESCE(SUM(r.end - r.start), 0) FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+            "JOIN StringIds s ON s.id = r.nameId WHERE s.value LIKE ? AND r.globalTid = ? "
+            "AND r.start >= ? AND r.start <= ?",
+            (api_like, tid, s, e),
+        ).fetchone()
+    return int(n), int(total)
+
+
+# ----------------------------------------------------------------------------- the parser
+
+
+def test_setup_calls_are_read_with_their_family(nvtx_rep: NsysReport, nvtx_db: Path) -> None:
+    calls = nvtx_rep.setup_calls
+    assert list(calls.columns) == SETUP_CALL_COLUMNS
+    with sqlite3.connect(f"file:{nvtx_db}?mode=ro", uri=True) as con:
+        loads = con.execute(
+            "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
+            "WHERE s.value LIKE 'cuLibraryLoad%' OR s.value LIKE 'cuModuleLoad%'"
+        ).fetchone()[0]
+    fam = calls.groupby("family")["api"].agg(set).to_dict()
+    assert (calls["family"] == "module_load").sum() == loads > 10
+    assert fam["module_load"] == {"cuLibraryLoadData", "cuModuleLoadData"}  # ABI suffix stripped
+    assert {"cudaMalloc", "cudaHostAlloc"} <= fam["allocation"]
+    assert fam["graph_setup"] == {"cudaGraphInstantiateWithFlags"}
+    # Launches, event records and syncs are work, not setup.
+    assert not calls["api"].str.contains("Launch|EventRecord|Synchronize").any()
+    assert calls.groupby("tid")["start_ns"].apply(lambda s: s.is_monotonic_increasing).all()
+    assert read_nsys(nvtx_db, detail=False).setup_calls.empty
+
+
+def test_an_export_without_the_runtime_table_still_parses(nvtx_rep: NsysReport, nvtx_db: Path, tmp: Path) -> None:
+    path = tmp / "no-runtime.sqlite"
+    shutil.copy(nvtx_db, path)
+    with sqlite3.connect(path) as con:
+        con.execute("DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME")
+    rep = read_nsys(path)
+    assert rep.setup_calls.empty and len(rep.ops) == len(nvtx_rep.ops) > 90
+    # Without launch calls no op belongs to a range: no window, no first use, no graph.
+    facts = facts_of(rep)
+    assert all(not f.has_first_use and not f.is_graph_replay for f in facts.values())
+
+
+# ----------------------------------------------------------------------------- first use
+
+
+def test_first_gemm_is_cublas_first_use(nvtx: dict[str, WindowFacts], nvtx_db: Path) -> None:
+    mm = nvtx["step/mm"]
+    assert mm.windows == 3 and mm.first_use_windows == (0,) and mm.first_use_share == pytest.approx(1 / 3)
+    assert len(mm.first_use_kernels) == 1 and mm.first_use_kernels[0].startswith("nvjet_")
+    rng = _range(nvtx_db, "mm", 0)
+    n, ns = _calls_in(nvtx_db, rng, "cuLibraryLoad%")
+    loads = {c.api: c for c in mm.first_use_calls}["cuLibraryLoadData"]
+    assert (loads.calls, loads.host_ns) == (n, float(ns)) and n >= 10
+    # cuBLAS's handle: its entry points and workspace, all in the first window only.
+    assert {"cuGetProcAddress", "cudaMalloc", "cuLibraryGetKernel"} <= {c.api for c in mm.first_use_calls}
+    assert mm.first_use_host_ns[1:] == (0.0, 0.0) and mm.first_use_host_ns[0] >= ns
+    # The GPU sat idle all along (nothing queued), so the window paid all of it; the window,
+    # ~110 ms against ~0.1 ms warm, pays more than the traced calls (cuBLAS's own host work).
+    assert mm.first_use_idle_ns[0] == pytest.approx(mm.first_use_host_ns[0], rel=1e-6)
+    assert mm.window_ns[0] == pytest.approx(rng[1] - rng[0], rel=0.01)
+    assert mm.warm_source == "other windows" and mm.warm_ns is not None and mm.warm_ns < 1e6
+    assert mm.first_use_cost_ns[0] == pytest.approx(mm.window_ns[0] - mm.warm_ns)
+    assert mm.first_use_cost_ns[0] > 2 * mm.first_use_idle_ns[0]
+
+
+def test_lazily_loaded_kernels_and_a_new_streams_allocations(nvtx: dict[str, WindowFacts], nvtx_db: Path) -> None:
+    soft, worker, two = nvtx["step/softmax"], nvtx["worker"], nvtx["two_streams"]
+    for f, text in ((soft, "softmax"), (worker, "worker")):
+        assert f.first_use_windows == (0,) and f.first_use_kernels
+        n, ns = _calls_in(nvtx_db, _range(nvtx_db, text, 0), "cuLibraryLoad%")
+        assert n >= 1 and {c.api: c.host_ns for c in f.first_use_calls}["cuLibraryLoadData"] == ns
+    # The GEMM kernels ran before (step/mm): no first-use kernel, only the allocator's first
+    # blocks on the two new streams.
+    assert two.first_use_windows == (0,) and two.first_use_kernels == ()
+    assert [c.family for c in two.first_use_calls] == ["allocation"]
+    assert two.first_use_calls[0].calls == _calls_in(nvtx_db, _range(nvtx_db, "two_streams", 0), "cudaMalloc%")[0]
+
+
+def test_first_use_kernels_have_no_earlier_launch(nvtx: dict[str, WindowFacts], nvtx_db: Path) -> None:
+    with sqlite3.connect(f"file:{nvtx_db}?mode=ro", uri=True) as con:
+        first = dict(
+            con.execute(
+                "SELECT s.value, MIN(k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                "JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value"
+            ).fetchall()
+        )
+    s, e, _ = _range(nvtx_db, "step", 0)
+    for name in nvtx["step"].first_use_kernels:
+        assert s <= first[name]  # its first launch anywhere came after the window opened
+    # Every kernel first launched in the process after the step range opened and before it
+    # closed (with the GPU draining to ~1 ms later) is named.
+    inside = {n for n, t in first.items() if s <= t <= e + 1_000_000}
+    assert inside == set(nvtx["step"].first_use_kernels)
+
+
+def test_warm_windows_are_neither(nvtx: dict[str, WindowFacts]) -> None:
+    blog = facts_of(read_nsys(RUNS / "h200-blog" / "nsys" / "report.sqlite.gz"))
+    warm = [nvtx["own_nvtx.py:52 do_bench #1"], nvtx["copies"], *blog.values()]
+    assert len(blog) == 6 and all(f.windows >= 10 for f in blog.values())
+    for f in warm:
+        assert not f.has_first_use and not f.is_graph_replay and f.graph_windows == 0
+        assert warm_up_part_ns(f) is None and set(f.first_use_cost_ns) == {0.0}
+        for code in GRAPH_FIXES:
+            assert fix_for(code, f) is None  # the decomposition keeps its own text
+
+
+def test_warm_up_part_follows_the_statistic(nvtx: dict[str, WindowFacts]) -> None:
+    mm = nvtx["step/mm"]
+    # Three windows: the middle half is all of them (the nsys timeline's rule), so the mean.
+    assert warm_up_part_ns(mm) == pytest.approx(sum(mm.first_use_cost_ns) / 3)
+    assert warm_up_part_ns(mm, statistic="median") == 0.0  # one first use in three: the median misses it
+    assert warm_up_part_ns(mm, calls=5) == pytest.approx(warm_up_part_ns(mm) / 5)  # type: ignore[operator]
+    one = nvtx["mydomain:myrange"]  # a whole do_bench in one range: Triton's first compile and load
+    assert one.windows == 1 and "add_kernel" in one.first_use_kernels
+    assert {"cuModuleLoadData", "cuLibraryLoadData"} <= {c.api for c in one.first_use_calls}
+    assert one.warm_source == "none"  # its kernels never ran again
+    assert warm_up_part_ns(one) == pytest.approx(one.first_use_idle_ns[0]) and one.first_use_idle_ns[0] > 1e6
+    ev = warm_up_evidence(mm)
+    assert ev["first_use_windows"] == 1 and ev["windows"] == 3 and ev["module_loads"] >= 10
+    assert ev["module_load_ns"] == sum(c.host_ns for c in mm.first_use_calls if c.family == "module_load")
+    with pytest.raises(ValueError, match="statistic"):
+        warm_up_part_ns(mm, statistic="mean")
+    assert fix_for("warm_up", mm) == WARM_UP_FIX and "before the start event" in WARM_UP_FIX
+
+
+# ----------------------------------------------------------------------------- graph replays
+
+
+def test_graph_replay_windows(nvtx: dict[str, WindowFacts], nvtx_db: Path) -> None:
+    g = nvtx["graph_replay"]
+    assert g.windows == 3 and g.graph_windows == 3 and g.is_graph_replay and not g.has_first_use
+    launches = tuple(_calls_in(nvtx_db, _range(nvtx_db, "graph_replay", k), "cudaGraphLaunch%")[0] for k in range(3))
+    assert g.graph_launches == launches == (1, 1, 1) and g.replays_per_window == 1.0
+    for code in ("gaps", "launch_overhead", "front_end"):
+        text = fix_for(code, g)
+        assert text == GRAPH_FIXES[code] and "CUDA graph" not in text
+    assert "back to back" in GRAPH_FIXES["launch_overhead"] and "between nodes" in GRAPH_FIXES["gaps"]
+    assert fix_for("cache_state", g) is None
+    # No other benchmark of the run launches a graph.
+    assert [n for n, f in nvtx.items() if f.graph_windows] == ["graph_replay"]
+
+
+def test_timer_graph_replays() -> None:
+    causes = facts_of(read_nsys(CAUSES / "nsys" / "report.sqlite.gz"))
+    graph = {n: f for n, f in causes.items() if f.graph_windows}
+    assert list(graph) == ["mm_graph_warm"]
+    g = graph["mm_graph_warm"]
+    assert g.is_graph_replay and g.graph_windows == g.windows > 50 and set(g.graph_launches) == {1}
+    assert not any(f.has_first_use for f in causes.values())  # nw.bench warms up
