@@ -501,5 +501,6 @@ def _by_api(ci: pd.DataFrame) -> tuple[SetupCalls, ...]:
     dur = ci["end_ns"].to_numpy(dtype=float) - ci["start_ns"].to_numpy(dtype=float)
     g = pd.DataFrame({"api": ci["api"].astype(str).to_numpy(), "family": ci["family"].astype(str).to_numpy(),
                       "d": dur}).groupby(["api", "family"], sort=False)["d"].agg(["size", "sum"])  # fmt: skip
-    g = g.sort_values("sum", ascending=False, kind="stable")
-    return tuple(SetupCalls(str(a), str(f), int(r["size"]), float(r["sum"])) for (a, f), r in g.iterrows())
+    g = g.sort_values("sum", ascending=False, kind="stable").reset_index()
+    cols = zip(g["api"].tolist(), g["family"].tolist(), g["size"].tolist(), g["sum"].tolist(), strict=True)
+    return tuple(SetupCalls(str(a), str(f), int(n), float(t)) for a, f, n, t in cols)
