@@ -19,12 +19,14 @@ from pathlib import Path
 import pytest
 
 from nsightwrap.analysis.captured import range_benchmarks
+from nsightwrap.analysis.decompose import nsys_timelines
 from nsightwrap.analysis.iterations import nsys_iterations
 from nsightwrap.analysis.reconcile import specs_from_nvtx
 from nsightwrap.analysis.window_facts import (
     GRAPH_FIXES,
     WARM_UP_FIX,
     WindowFacts,
+    carve_warm_up,
     fix_for,
     warm_up_evidence,
     warm_up_part_ns,
@@ -240,3 +242,30 @@ def test_timer_graph_replays() -> None:
     g = graph["mm_graph_warm"]
     assert g.is_graph_replay and g.graph_windows == g.windows > 50 and set(g.graph_launches) == {1}
     assert not any(f.has_first_use for f in causes.values())  # nw.bench warms up
+
+
+def test_the_host_parts_of_the_timeline_hold_the_warm_up(nvtx_rep: NsysReport) -> None:
+    # The nsys timeline's host-side figures of each window (as the decomposition's parts read
+    # them) hold what the first use cost: carving it leaves them what a warm window holds.
+    pp = nvtx_rep.ranges[nvtx_rep.ranges["kind"] == "pushpop"]
+    specs = specs_from_nvtx(pp.loc[pp["depth"] == 0, "path"], pp["path"])
+    specs, _, view = range_benchmarks(specs, None, nvtx_rep, [])
+    found = nsys_iterations(view.ops, view.ranges, view.attribution, specs, view.event_calls)
+    facts = window_facts(found, len(specs), view.setup_calls)
+    carved = 0
+    for s, f, tl in zip(specs, facts, nsys_timelines(found, specs), strict=True):
+        w = warm_up_part_ns(f)
+        if tl is None or w is None:
+            continue
+        parts = {"launch_overhead": tl.host_head_ns + tl.host_gap_ns + tl.tail_ns,
+                 "front_end": tl.head_ns - tl.host_head_ns, "gaps": tl.gap_ns - tl.host_gap_ns}  # fmt: skip
+        size, rest = carve_warm_up(parts, w)
+        assert size == pytest.approx(w, rel=1e-9), s.name  # all of it was there
+        assert sum(rest.values()) + size == pytest.approx(sum(parts.values()), rel=1e-12)
+        assert all(v >= 0 for v in rest.values())
+        # What is left is no more than the warm windows' own figures could hold.
+        assert sum(rest.values()) <= tl.window_joined_ns - w, s.name
+        carved += 1
+    assert carved == 6  # mydomain, step, step/mm, step/softmax, two_streams, worker
+    size, rest = carve_warm_up({"launch_overhead": 10.0, "front_end": 5.0}, 40.0)
+    assert size == 15.0 and rest == {"launch_overhead": 0.0, "front_end": 0.0}  # never more than was there

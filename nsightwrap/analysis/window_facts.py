@@ -239,6 +239,31 @@ def warm_up_part_ns(facts: WindowFacts, *, calls: float = 1.0, statistic: str = 
     return ns / calls if calls > 0 else ns
 
 
+#: The host-side parts a first use shows in, in the order ``carve_warm_up`` takes from them: a
+#: library's own initialization before the first launch (the GPU waits for the host:
+#: ``launch_overhead``), a lazy load inside the first launch call (the window's lead-in beyond the
+#: host's wait: ``front_end``), a later first launch between ops (``gaps``). The largest first:
+#: what the other parts hold in a warm window stays with them.
+WARM_UP_FROM = ("launch_overhead", "front_end", "gaps")
+
+
+def carve_warm_up(parts: dict[str, float], warm_up_ns: float) -> tuple[float, dict[str, float]]:
+    """``warm_up_ns`` taken out of the host-side parts that hold it (``WARM_UP_FROM``, each down
+    to 0 at most): the ``warm_up`` part's size (never more than those parts held) and every
+    part's new size. The sum of the parts and the warm-up is unchanged, so the residual is too;
+    with ``warm_up_ns`` and the parts on the decomposition's 1/8 ns grid the sums stay exact."""
+    left = max(warm_up_ns, 0.0)
+    out = dict(parts)
+    for code in WARM_UP_FROM:
+        have = out.get(code)
+        if have is None or have <= 0 or left <= 0:
+            continue
+        take = min(have, left)
+        out[code] = have - take
+        left -= take
+    return max(warm_up_ns, 0.0) - left, out
+
+
 def fix_for(code: str, facts: WindowFacts | None) -> str | None:
     """The fix text ``code``'s part takes from the windows' facts, or None (keep the usual one).
 
