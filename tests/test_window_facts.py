@@ -24,6 +24,7 @@ from nsightwrap.analysis.iterations import nsys_iterations
 from nsightwrap.analysis.reconcile import specs_from_nvtx
 from nsightwrap.analysis.window_facts import (
     GRAPH_FIXES,
+    GRAPH_REPLAYS_FIX,
     WARM_UP_FIX,
     WindowFacts,
     carve_warm_up,
@@ -269,3 +270,13 @@ def test_the_host_parts_of_the_timeline_hold_the_warm_up(nvtx_rep: NsysReport) -
     assert carved == 6  # mydomain, step, step/mm, step/softmax, two_streams, worker
     size, rest = carve_warm_up({"launch_overhead": 10.0, "front_end": 5.0}, 40.0)
     assert size == 15.0 and rest == {"launch_overhead": 0.0, "front_end": 0.0}  # never more than was there
+
+
+def test_whole_graph_tracing_is_a_replay_too() -> None:
+    # nsys --cuda-graph-trace=graph: one op per graph launch, no kernels of the graph.
+    db = ROOT / "fixtures" / "captures" / "scenarios" / "scenarios_graph.sqlite"
+    g = facts_of(read_nsys(db))["graph_replay"]
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        (graphs,) = con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE").fetchone()
+    assert g.windows == g.graph_windows == 1 and g.graph_launches == (graphs,) == (2,)
+    assert g.is_graph_replay and fix_for("launch_overhead", g) == GRAPH_REPLAYS_FIX.format(n="2")
