@@ -172,6 +172,12 @@ def window_facts(found: NsysIterations, n_specs: int, setup_calls: pd.DataFrame 
     first_by_range = pd.Series(per_first).groupby(rid).any() if len(per) else pd.Series(dtype=bool)
     calls = _calls_in_windows(w, setup_calls)
     busy_s, busy_e = _busy_by_process(all_ops)
+    # Row positions per benchmark, found once (a sweep holds a thousand benchmarks).
+    calls_of = pd.Series(np.arange(len(calls))).groupby(calls["spec"].to_numpy()).indices if len(calls) else {}
+    first_rows = np.flatnonzero(per_first)
+    first_of: dict[Any, np.ndarray] = {
+        k: first_rows[v] for k, v in pd.Series(first_rows).groupby(per["spec"].to_numpy()[first_rows]).indices.items()
+    }
     out: list[WindowFacts] = []
     bounds = np.searchsorted(w["spec"].to_numpy(), np.arange(n_specs + 1))
     for i in range(n_specs):
@@ -181,14 +187,13 @@ def window_facts(found: NsysIterations, n_specs: int, setup_calls: pd.DataFrame 
             continue
         wi = w.iloc[a:b]
         ranges = wi["range_id"].to_numpy()
-        ci = calls[calls["spec"] == i] if len(calls) else calls
+        ci = calls.iloc[calls_of[i]] if i in calls_of else calls.iloc[:0]
         ci = _first_use_calls(ci, len(wi))
         host, idle = _first_use_costs(wi, ci, busy_s, busy_e)
         has_kernel = first_by_range.reindex(ranges, fill_value=False).to_numpy(dtype=bool)
         with_calls = np.isin(ranges, ci["range_id"].to_numpy()) if len(ci) else np.zeros(len(wi), dtype=bool)
         first_pos = tuple(int(k) for k in np.flatnonzero(has_kernel | with_calls))
-        in_spec = np.isin(rid, ranges) & per_first
-        kernels = _kernel_names(per, op_cols, in_spec)
+        kernels = _kernel_names(per, op_cols, first_of.get(i, np.zeros(0, dtype=np.int64)))
         g_ops = n_graph.reindex(ranges, fill_value=0).to_numpy()
         all_ops_n = n_ops.reindex(ranges, fill_value=0).to_numpy()
         warm, source = _warm(wi, first_pos, per, all_ops, op_cols, rid)
@@ -475,14 +480,13 @@ def _overlap(s: np.ndarray, e: np.ndarray, bs: np.ndarray, be: np.ndarray) -> fl
     return total
 
 
-def _kernel_names(per: pd.DataFrame, cols: dict[str, np.ndarray], mask: np.ndarray) -> tuple[str, ...]:
-    """Distinct full kernel names of the window ops in ``mask``, in GPU start order."""
-    if not mask.any():
+def _kernel_names(per: pd.DataFrame, cols: dict[str, np.ndarray], rows: np.ndarray) -> tuple[str, ...]:
+    """Distinct full kernel names of the window ops at positions ``rows``, in GPU start order."""
+    if not len(rows):
         return ()
-    names = pd.Series(cols["name"][mask], dtype=object)
-    start = per["start_ns"].to_numpy(dtype=np.int64)[mask]
-    order = np.argsort(start, kind="stable")
-    return tuple(dict.fromkeys(str(n) for n in names.to_numpy()[order] if isinstance(n, str)))
+    names = cols["name"][rows]
+    order = np.argsort(per["start_ns"].to_numpy(dtype=np.int64)[rows], kind="stable")
+    return tuple(dict.fromkeys(str(n) for n in names[order] if isinstance(n, str)))
 
 
 def _warm(
