@@ -17,7 +17,8 @@ From the nsys pass, per benchmark, over its windows (iteration ranges, ``NsysIte
   initialization or a JIT compile is untraced host work, but it stretches the same idle time);
   never less than the setup calls' host time (their union: a library load runs inside the
   launch that needs it) that fell while the GPU had nothing to do. Setup time behind queued GPU
-  work costs the timing nothing. On the shipped captures the two measurements agree within 1%.
+  work costs the timing nothing. Where a kernel is first used and warm windows exist, the two
+  measurements agree within 1% on the shipped captures (tests/test_window_facts.py).
 - **graph replay**: every op of the window came from a CUDA-graph launch (``cudaGraphLaunch``;
   nsys's node trace gives each kernel its ``graphNodeId``, its graph trace a whole-graph op).
 
