@@ -294,3 +294,93 @@ def test_whole_graph_tracing_is_a_replay_too() -> None:
         (graphs,) = con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE").fetchone()
     assert g.windows == g.graph_windows == 1 and g.graph_launches == (graphs,) == (2,)
     assert g.is_graph_replay and fix_for("launch_overhead", g) == GRAPH_REPLAYS_FIX.format(n="2")
+
+
+# ----------------------------------------------------------------------------- h200-mixed
+# fixtures/captures/verdicts/mixed.py, unmodified, under `nsightwrap profile`: a first call of
+# linear in an event window, 5 graph replays per window, 50 amortized adds per window, a sort.
+
+MIXED = RUNS / "h200-mixed"
+FIRST, GRAPH, ADDS, SORT = (f"mixed.py:{line} cuda_events #1" for line in (16, 39, 55, 70))
+
+
+@pytest.fixture(scope="module")
+def mixed_db(tmp: Path) -> Path:
+    return _sqlite(MIXED, tmp)
+
+
+@pytest.fixture(scope="module")
+def mixed(mixed_db: Path) -> dict[str, WindowFacts]:
+    return facts_of(read_nsys(mixed_db))
+
+
+def _iter_range(db: Path, name: str, k: int) -> tuple[int, int, int]:
+    """(start, end, thread) of iteration ``k`` of the capture layer's window ``name``: the
+    ``iter<k>`` push/pop range nested in an instance of the range ``name`` on the same thread."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        rows = con.execute(
+            "WITH r AS (SELECT e.start, e.end, e.globalTid AS tid, COALESCE(e.text, s.value) AS name "
+            "FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId WHERE e.eventType = 59) "
+            "SELECT i.start, i.end, i.tid FROM r i JOIN r p ON p.tid = i.tid AND p.start <= i.start "
+            "AND i.end <= p.end WHERE p.name = ? AND i.name = ? ORDER BY i.start",
+            (name, f"iter{k}"),
+        ).fetchall()
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def test_mixed_benchmarks_are_the_four_timings(mixed: dict[str, WindowFacts]) -> None:
+    # CCCL's own NVTX range inside torch.sort is a library's, not a benchmark.
+    assert sorted(mixed) == sorted([FIRST, GRAPH, ADDS, SORT])
+    assert [mixed[n].windows for n in (FIRST, GRAPH, ADDS, SORT)] == [1, 10, 20, 10]
+
+
+def test_mixed_first_linear_is_a_first_use(mixed: dict[str, WindowFacts], mixed_db: Path) -> None:
+    f = mixed[FIRST]
+    assert f.has_first_use and f.first_use_windows == (0,) and f.first_use_share == 1.0
+    rng = _iter_range(mixed_db, FIRST, 0)
+    with sqlite3.connect(f"file:{mixed_db}?mode=ro", uri=True) as con:
+        ops = con.execute(
+            "SELECT s.value, k.start, k.end, (SELECT MIN(k2.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k2 "
+            "WHERE k2.demangledName = k.demangledName) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+            "JOIN StringIds s ON s.id = k.demangledName JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
+            "ON r.correlationId = k.correlationId WHERE r.start >= ? AND r.start <= ?",
+            (rng[0], rng[1]),
+        ).fetchall()
+        (memset_ns,) = con.execute(
+            "SELECT COALESCE(SUM(m.end - m.start), 0) FROM CUPTI_ACTIVITY_KIND_MEMSET m JOIN "
+            "CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = m.correlationId WHERE r.start >= ? AND r.start <= ?",
+            (rng[0], rng[1]),
+        ).fetchone()
+    # One GEMM kernel, launched here for the first time in the process (cuBLAS's first use).
+    assert len(ops) == 1 and ops[0][1] == ops[0][3] and f.first_use_kernels == (ops[0][0],)
+    n, ns = _calls_in(mixed_db, rng, "cuLibraryLoad%")
+    loads = {c.api: c for c in f.first_use_calls}["cuLibraryLoadData"]
+    assert (loads.calls, loads.host_ns) == (n, float(ns)) and n >= 10
+    assert {"cudaMalloc", "cuGetProcAddress"} <= {c.api for c in f.first_use_calls}
+    # linear is never called again: no warm reference, so the cost is the GPU's wait for the
+    # host inside the window: all of it but the GPU's own work (cuBLAS's workspace memset and
+    # the GEMM), of which the traced setup calls are only a third.
+    assert f.warm_source == "none" and f.warm_ns is None
+    gpu = (ops[0][2] - ops[0][1]) + memset_ns
+    assert f.window_ns[0] - gpu - 1_000 <= f.first_use_cost_ns[0] <= f.window_ns[0] - gpu
+    assert f.first_use_host_ns[0] < 0.5 * f.first_use_cost_ns[0]
+    assert warm_up_part_ns(f) == f.first_use_cost_ns[0] > 5e7  # tens of ms
+    assert fix_for("warm_up", f) == WARM_UP_FIX and not f.is_graph_replay
+
+
+def test_mixed_graph_replays(mixed: dict[str, WindowFacts], mixed_db: Path) -> None:
+    g = mixed[GRAPH]
+    assert g.is_graph_replay and g.graph_windows == g.windows == 10 and not g.has_first_use
+    launches = tuple(_calls_in(mixed_db, _iter_range(mixed_db, GRAPH, k), "cudaGraphLaunch%")[0] for k in range(10))
+    assert g.graph_launches == launches == (5,) * 10 and g.replays_per_window == 5.0
+    assert fix_for("launch_overhead", g) == GRAPH_REPLAYS_FIX.format(n="5")
+    assert fix_for("gaps", g) == GRAPH_FIXES["gaps"] and fix_for("front_end", g) == GRAPH_FIXES["front_end"]
+    assert all("CUDA graph" not in (fix_for(c, g) or "") for c in ("gaps", "launch_overhead", "front_end"))
+
+
+def test_mixed_amortized_adds_and_sort_are_neither(mixed: dict[str, WindowFacts]) -> None:
+    for name in (ADDS, SORT):
+        f = mixed[name]
+        assert not f.has_first_use and not f.is_graph_replay and f.graph_windows == 0, name
+        assert warm_up_part_ns(f) is None and fix_for("launch_overhead", f) is None
