@@ -37,6 +37,7 @@ import pandas as pd
 
 from nsightwrap.analysis.iterations import NsysIterations
 from nsightwrap.core import intervals
+from nsightwrap.parsers.nsys import SETUP_CALL_COLUMNS
 
 #: The fix of a ``warm_up`` part.
 WARM_UP_FIX = (
@@ -68,7 +69,7 @@ RECURRING_SHARE = 0.5
 #: timeline's parts are) or the median window (what a timer's median is).
 STATISTICS = ("iqm", "median")
 
-_SETUP_COLUMNS = ["api", "family", "tid", "start_ns", "end_ns"]
+
 _PID_SHIFT = 24  # globalTid >> 24: the process (nsightwrap.parsers.nsys)
 
 
@@ -411,7 +412,7 @@ def _previous_end(all_ops: pd.DataFrame, at: np.ndarray) -> np.ndarray:
 def _calls_in_windows(w: pd.DataFrame, setup: pd.DataFrame | None) -> pd.DataFrame:
     """(window, setup call) pairs: calls that began inside a window's host range, on its thread
     (push/pop ranges are per thread) or in its process (start/end ranges)."""
-    cols = ["range_id", "spec", *_SETUP_COLUMNS]
+    cols = ["range_id", "spec", *SETUP_CALL_COLUMNS]
     if setup is None or setup.empty or w.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
     calls = setup.reset_index(drop=True)
