@@ -41,6 +41,7 @@ from nsightwrap.run.launch import (
     target_argv,
 )
 from nsightwrap.run.profiling import (
+    DEFAULT_NCU_KERNEL_CAP,
     PROF_KERNEL,
     Problem,
     Settings,
@@ -356,9 +357,10 @@ def profile_command(
         typer.Option(
             "--ncu-kernel-cap", min=0, metavar="N",
             help="Profile at most N instances of each distinct kernel launch (kernel and grid/block shape) in "
-            "the ncu passes: graph replays and repeated kernels cost N profiles, not one per launch; 0: no cap.",
+            "each ncu pass: graph replays and repeated kernels cost N profiles, not one per launch; the launches "
+            "left out carry the median of the same kernel in the report (docs/profile.md); 0: no cap.",
         ),
-    ] = 0,
+    ] = DEFAULT_NCU_KERNEL_CAP,
     budget: Annotated[
         float | None,
         typer.Option(

@@ -75,6 +75,10 @@ _NO_KERNELS = "No kernels were profiled"
 _PERM = "ERR_NVGPUCTRPERM"
 _IMPORTER_ERROR = "Importer error status"
 _MISSING_LIB = re.compile(r"(\S+\.so[\w.]*): cannot open shared object file")
+#: ``--ncu-kernel-cap``'s default: each distinct kernel launch configuration profiled at most this
+#: often in each ncu pass, the ``--ncu-iters`` default, so a benchmark that launches a kernel once
+#: per iteration keeps all its iterations; enough for a median.
+DEFAULT_NCU_KERNEL_CAP = 3
 
 
 @dataclass(frozen=True)
@@ -118,8 +122,8 @@ class Settings:
     gpu_metrics: bool = True
     #: ``--ncu-kernel-cap N``: profile at most N instances of each distinct kernel launch
     #: configuration in the ncu passes (ncu's ``--filter-mode per-launch-config --launch-count N``);
-    #: 0: no cap.
-    ncu_kernel_cap: int = 0
+    #: 0: no cap. The analysis carries the launches left out (analysis/ncusample.py).
+    ncu_kernel_cap: int = DEFAULT_NCU_KERNEL_CAP
     #: ``--budget SECONDS``: the whole profile's time; the clock sweep's passes are cut when the
     #: estimate says they do not fit (``Plan``).
     budget_s: float | None = None
@@ -300,7 +304,7 @@ class Profiler:
         ncu = self.tools[PASS_NCU]
         argv = ncu_argv(
             ncu.path, self.s.argv, self.layout.ncu_report_base,
-            nvtx_filter=[*self.s.nvtx_filter, *kernel_cap_args(self.s.ncu_kernel_cap)],
+            nvtx_filter=[*self.s.nvtx_filter, *kernel_cap_args(self.s.ncu_kernel_cap, self.s.ncu_extra)],
             metrics=self.s.metrics, section_set=self.s.section_set, extra=self.s.ncu_extra,
         )  # fmt: skip
         env = pass_env(self.layout.root, PASS_NCU, {**self._target_env(), ENV_NCU_ITERS: str(self.s.ncu_iters)})
@@ -636,11 +640,18 @@ def _clock_sweep(prof: Profiler, s: Settings, display: Display, plan: Plan | Non
             display.warn(warning)
 
 
-def kernel_cap_args(cap: int) -> list[str]:
+#: ncu options of the user's (``--ncu-args``) that choose what is profiled themselves: no cap then.
+_COUNT_OPTIONS = ("--launch-count", "-c", "--filter-mode", "--launch-skip", "-s")
+
+
+def kernel_cap_args(cap: int, user: tuple[str, ...] | list[str] = ()) -> list[str]:
     """ncu arguments that profile at most ``cap`` instances of each distinct kernel launch
     configuration (kernel and grid/block shape): a benchmark whose kernels repeat, CUDA-graph
-    replays above all, gets each kernel profiled ``cap`` times instead of every time; none for 0."""
-    return ["--filter-mode", "per-launch-config", "--launch-count", str(cap)] if cap > 0 else []
+    replays above all, gets each kernel profiled ``cap`` times instead of every time; none for 0,
+    or when the user's own ncu arguments ``user`` set a launch count or filter mode."""
+    if cap <= 0 or any(a.split("=", 1)[0] in _COUNT_OPTIONS for a in user):
+        return []
+    return ["--filter-mode", "per-launch-config", "--launch-count", str(cap)]
 
 
 #: Rough cost of each pass as a multiple of the plain pass's wall time, before the ncu pass has
