@@ -57,10 +57,12 @@ from nsightwrap.timer.stats import summarize
 
 
 def analyze(
-    run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain", device_file: Path | None = None
-) -> RunResult:
+    run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain", device_file: Path | None = None,
+    manifest: Mapping[str, Any] | None = None,
+) -> RunResult:  # fmt: skip
     """Load ``run_dir`` through the parsers, normalize to one SM clock and reconcile; place every
-    benchmark on the GPU's roofline (``device_file``, else the run's or the cached one, analysis/roofline.py)."""
+    benchmark on the GPU's roofline (``device_file``, else the run's or the cached one, analysis/roofline.py).
+    ``manifest``: the run's manifest as it stands, for a run still running (its file comes last)."""
     if not tolerance > 0:
         raise UsageError(f"--tolerance {tolerance} must be above 0", hint="e.g. --tolerance 10 for 10%")
     ref_choice = parse_clock_ref(clock_ref)
@@ -69,7 +71,7 @@ def analyze(
         from nsightwrap.analysis.merged import analyze_merged
 
         return analyze_merged(run_dir, tolerance=tolerance, clock_ref=clock_ref)
-    manifest = read_manifest(run_dir)
+    manifest = read_manifest(run_dir) if manifest is None else manifest
     layout = RunLayout(run_dir)
     notes: list[str] = []
 

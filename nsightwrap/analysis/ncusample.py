@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from nsightwrap.analysis.clocks import classify, clamp_elasticity, heuristic_elasticity, number_or_none
+from nsightwrap.analysis.clocks import clamp_elasticity, classify, heuristic_elasticity, number_or_none
 from nsightwrap.analysis.iterations import ITER_PATH, NsysIterations, ncu_stats_all
 from nsightwrap.analysis.model import NcuStats
 

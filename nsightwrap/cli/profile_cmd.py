@@ -56,6 +56,13 @@ from nsightwrap.run.shards import ShardSpec, shard_spec
 _DEFAULT_NCU_ITERS = 3
 
 
+def _base_check(root: Path, manifest: dict[str, Any]) -> str | None:
+    """Before the base pass: why it is not needed, or None (analysis/basepass.py)."""
+    from nsightwrap.analysis.basepass import check_run
+
+    return check_run(root, manifest)
+
+
 #: Seconds between two heartbeat lines of a pass without a terminal (``NSIGHTWRAP_HEARTBEAT_S``).
 HEARTBEAT_S = 30.0
 
@@ -457,7 +464,7 @@ def profile_command(
     layout = create_run_dir(run_dir, s.passes)
     if not no_checks:
         preflight(display.warn)  # nsightwrap doctor's quick checks: only what is not ok is shown
-    code, status, problems, interrupted = run_passes(s, layout, tools, skipped, display)
+    code, status, problems, interrupted = run_passes(s, layout, tools, skipped, display, base_check=_base_check)
     place_device_file(layout.root, device_file, err, quiet=quiet)
     for p in problems:
         _print_problem(err, p)

@@ -47,6 +47,7 @@ from nsightwrap.run.launch import (
 )
 from nsightwrap.run.rundir import (
     CLOCK_SWEEP_PASS,
+    DURATION_PASS,
     SWEEP_PASSES,
     Manifest,
     PassRecord,
@@ -75,6 +76,12 @@ _NO_KERNELS = "No kernels were profiled"
 _PERM = "ERR_NVGPUCTRPERM"
 _IMPORTER_ERROR = "Importer error status"
 _MISSING_LIB = re.compile(r"(\S+\.so[\w.]*): cannot open shared object file")
+#: The base pass runs only where some benchmark's measured SM clock (what ncu's durations are
+#: carried to) is further than this from the clock ncu ran its kernels at: carrying a duration
+#: from f_ncu to f_ref with an elasticity e in [0, 1] moves it by at most |f_ncu / f_ref - 1|, so
+#: below this no measured elasticity can move a ratio by more than this (half the default
+#: --tolerance). analysis/basepass.py decides.
+BASE_CLOCK_GAP = 0.05
 #: ``--ncu-kernel-cap``'s default: each distinct kernel launch configuration profiled at most this
 #: often in each ncu pass, the ``--ncu-iters`` default, so a benchmark that launches a kernel once
 #: per iteration keeps all its iterations; enough for a median.
@@ -608,18 +615,34 @@ def sigterm_as_interrupt() -> Iterator[None]:
             signal.signal(signal.SIGTERM, old)
 
 
-def _clock_sweep(prof: Profiler, s: Settings, display: Display, plan: Plan | None = None) -> None:
-    """The clock sweep's two passes after a good ncu pass (nsightwrap.run.clocksweep): the
-    duration pass, then the base pass. They never fail the run: a failure is a warning, recorded
-    in the manifest, and the analysis falls back."""
+#: Asked before the base pass, with the run directory and the manifest so far: None when the pass
+#: is needed, else why not (the CLI answers from the analysis: analysis/basepass.py).
+BaseCheck = Callable[[Path, dict[str, Any]], "str | None"]
+
+
+def _clock_sweep(
+    prof: Profiler, s: Settings, display: Display, plan: Plan | None = None,
+    names: tuple[str, ...] = SWEEP_PASSES, needed: Callable[[], str | None] | None = None,
+) -> None:  # fmt: skip
+    """Passes of the clock sweep after a good ncu pass (nsightwrap.run.clocksweep): the duration
+    pass right after it, the base pass after every other pass, and only where ``needed`` says so
+    (it returns why not, or None). They never fail the run: a failure is a warning, recorded in the
+    manifest, and the analysis falls back."""
     ncu = prof.records.get(PASS_NCU)
-    for name in SWEEP_PASSES:
+    for name in names:
         if not s.clock_sweep:
             prof.records[name] = PassRecord(name, "skipped", message="--no-clock-sweep")
             continue
         if ncu is None or ncu.status != "ok" or prof.interrupted:
             why = "interrupted" if prof.interrupted else "the ncu pass did not succeed"
             prof.records[name] = PassRecord(name, "skipped", message=why)
+            continue
+        unneeded = needed() if needed is not None and name == CLOCK_SWEEP_PASS else None
+        if unneeded is not None:
+            prof.records[name] = PassRecord(name, "skipped", message=f"not needed: {unneeded}")
+            display.warn(f"{name} pass skipped, not needed: {unneeded}")
+            if plan is not None:
+                plan.cut.append({"pass": name, "why": f"not needed: {unneeded}"})
             continue
         cut = plan.fits(name) if plan is not None else None
         if cut is not None:
@@ -675,7 +698,10 @@ class Plan:
                 continue
             self.names.append(p)
             if p == PASS_NCU and s.clock_sweep:
-                self.names += list(SWEEP_PASSES)
+                self.names.append(DURATION_PASS)
+        if s.clock_sweep and PASS_NCU in self.names:
+            # Last: it runs only where a benchmark's measured clock (the nsys pass) is away from ncu's.
+            self.names.append(CLOCK_SWEEP_PASS)
         self.estimate_s: dict[str, float] = {}
         self.actual_s: dict[str, float] = {}
         self.cut: list[dict[str, Any]] = []
@@ -685,11 +711,19 @@ class Plan:
         if name == PASS_PLAIN:
             return "the script as is, timings recorded"
         if name in (PASS_NCU, *SWEEP_PASSES):
-            cap = f", at most {s.ncu_kernel_cap} per distinct kernel launch" if s.ncu_kernel_cap else ""
+            capped = bool(kernel_cap_args(s.ncu_kernel_cap, s.ncu_extra))
+            cap = (
+                f"; each distinct kernel (name, grid, block) profiled at most {s.ncu_kernel_cap} times in the pass "
+                "(--ncu-kernel-cap), the other launches carried by its median" if capped else ""
+            )
             head = {PASS_NCU: "counters", CLOCK_SWEEP_PASS: "duration and SM clock at --clock-control base"}.get(
                 name, "duration and SM clock at --clock-control none"
             )
-            return f"ncu {head}: {s.ncu_iters} iteration(s) per benchmark{cap}; the timing loops shortened"
+            when = (
+                f" (only if a benchmark's measured SM clock is more than {100 * BASE_CLOCK_GAP:g}% from ncu's; "
+                "decided after the other passes)" if name == CLOCK_SWEEP_PASS else ""
+            )
+            return f"ncu {head}{when}: {s.ncu_iters} iteration(s) per benchmark{cap}; the timing loops shortened"
         return "nsys trace of CUDA and NVTX, every iteration"
 
     def lines(self) -> list[str]:
@@ -750,10 +784,12 @@ def _pass_order(passes: tuple[str, ...], records: dict[str, PassRecord]) -> list
 
 
 def run_passes(
-    s: Settings, layout: RunLayout, tools: dict[str, Tool], skipped: tuple[str, ...], display: Display
-) -> tuple[int, str, list[Problem], bool]:
+    s: Settings, layout: RunLayout, tools: dict[str, Tool], skipped: tuple[str, ...], display: Display,
+    base_check: BaseCheck | None = None,
+) -> tuple[int, str, list[Problem], bool]:  # fmt: skip
     """Run the passes and write the manifest (last, whatever happens): the exit code, the run's
-    status, the problems to report and whether the run was interrupted."""
+    status, the problems to report and whether the run was interrupted. ``base_check`` decides,
+    after every other pass, whether the base pass is needed (without it, it always runs)."""
     start = time.time()
     prof = Profiler(s, layout, tools, display)
     plan: Plan | None = None
@@ -792,7 +828,16 @@ def run_passes(
                 if name == PASS_PLAIN and rec.status == "ok" and callable(show_plan):
                     show_plan([ln for ln in plan.lines() if "(~" in ln and not ln.startswith("plan 1/")])
                 if name == PASS_NCU:
-                    _clock_sweep(prof, s, display, plan)
+                    _clock_sweep(prof, s, display, plan, (DURATION_PASS,))
+            if PASS_NCU in s.passes and PASS_NCU not in skipped:
+
+                def needed() -> str | None:
+                    if base_check is None:
+                        return None
+                    partial = _manifest(prof, s, "running", EXIT_OK, start, gpu, git, plan)
+                    return base_check(layout.root, partial.to_json())
+
+                _clock_sweep(prof, s, display, plan, (CLOCK_SWEEP_PASS,), needed)
     except KeyboardInterrupt:
         prof.interrupted = True
     finally:
@@ -809,21 +854,29 @@ def run_passes(
             code = EXIT_TIMEOUT if any(p.exit_code == EXIT_TIMEOUT for p in problems) else EXIT_TOOL_FAILED
         else:
             status, code = "complete", EXIT_OK
-        sampler = prof.sampler
-        manifest = Manifest(
-            status=status,
-            target={"argv": list(s.target), "command": list(s.argv), "cwd": prof.cwd},
-            passes=tuple(prof.records[n] for n in _pass_order(s.passes, prof.records)),
-            tools=describe(list(prof.tools.values())),
-            gpu=gpu, git=git, settings=s.to_json(),
-            sampler=None if sampler is None else {
-                "status": sampler.status, "argv": list(sampler.argv),
-                "file": prof._rel(sampler.file) if sampler.file else None,
-                "samples": sampler.samples, "message": sampler.message,
-            },
-            start=start, end=time.time(), nsightwrap_version=__version__, exit_code=code,
-            shard=shard_record(layout, s.shard.to_json()) if s.shard else None,
-            plan=plan.to_json() if plan is not None else None,
-        )  # fmt: skip
-        write_manifest(layout, manifest)
+        write_manifest(layout, _manifest(prof, s, status, code, start, gpu, git, plan))
     return code, status, problems, prof.interrupted
+
+
+def _manifest(
+    prof: Profiler, s: Settings, status: str, code: int, start: float, gpu: dict[str, Any] | None,
+    git: dict[str, Any] | None, plan: Plan | None,
+) -> Manifest:  # fmt: skip
+    """The manifest of the run as it stands (also what the base pass's check reads mid-run)."""
+    layout = prof.layout
+    sampler = prof.sampler
+    return Manifest(
+        status=status,
+        target={"argv": list(s.target), "command": list(s.argv), "cwd": prof.cwd},
+        passes=tuple(prof.records[n] for n in _pass_order(s.passes, prof.records) if n in prof.records),
+        tools=describe(list(prof.tools.values())),
+        gpu=gpu, git=git, settings=s.to_json(),
+        sampler=None if sampler is None else {
+            "status": sampler.status, "argv": list(sampler.argv),
+            "file": prof._rel(sampler.file) if sampler.file else None,
+            "samples": sampler.samples, "message": sampler.message,
+        },
+        start=start, end=time.time(), nsightwrap_version=__version__, exit_code=code,
+        shard=shard_record(layout, s.shard.to_json()) if s.shard else None,
+        plan=plan.to_json() if plan is not None else None,
+    )  # fmt: skip
