@@ -74,3 +74,22 @@ def test_run_asks_after_the_other_passes_and_records_why_not(tmp_path: Path, mon
     assert base["status"] == "skipped" and base["message"] == "not needed: the clocks agree"
     assert done["plan"]["cut"] == [{"pass": "ncu-base", "why": "not needed: the clocks agree"}]
     assert not (tmp_path / "run" / "ncu-base" / "report.ncu-rep").exists()
+
+
+def test_always_runs_it_without_asking(tmp_path: Path, monkeypatch, capsys) -> None:
+    from dataclasses import replace
+
+    from fake_tools.harness import profile
+
+    use_fakes(monkeypatch, tmp_path)
+    s = replace(_settings((str(TARGET),)), passes=("plain", "ncu"), base_pass="always")
+    display = _Display(Console(stderr=True), quiet=True, verbose=False)
+    tools, skipped = find_tools(s, None, None, display)
+    layout = create_run_dir(tmp_path / "run", s.passes)
+    asked: list[Path] = []
+    code, _, _, _ = run_passes(s, layout, tools, skipped, display, base_check=lambda root, m: asked.append(root) or "no")
+    assert code == 0 and asked == []
+    m = manifest(tmp_path / "run")
+    assert passes(m)["ncu-base"]["status"] == "ok" and m["settings"]["base_pass"] == "always"
+    r = profile(capsys, "-o", "bad", "--base-pass", "never", str(TARGET))
+    assert r.code == 2 and "--base-pass 'never' is not auto or always" in r.err

@@ -56,6 +56,12 @@ from nsightwrap.run.shards import ShardSpec, shard_spec
 _DEFAULT_NCU_ITERS = 3
 
 
+def _base_pass_choice(value: str) -> str:
+    if value not in ("auto", "always"):
+        raise UsageError(f"--base-pass {value!r} is not auto or always", hint="--base-pass always runs it in every run")
+    return value
+
+
 def _base_check(root: Path, manifest: dict[str, Any]) -> str | None:
     """Before the base pass: why it is not needed, or None (analysis/basepass.py)."""
     from nsightwrap.analysis.basepass import check_run
@@ -385,6 +391,15 @@ def profile_command(
             "the SM clock); durations are then the ncu pass's and clock elasticities a guess from its counters.",
         ),
     ] = False,
+    base_pass: Annotated[
+        str,
+        typer.Option(
+            "--base-pass", metavar="auto|always",
+            help="When to run the clock sweep's base pass (ncu at --clock-control base, for each kernel's clock "
+            "elasticity): auto, last and only if some benchmark's measured SM clock is more than 5% from the clock "
+            "ncu ran its kernels at (below that no elasticity can move a ratio by more); always.",
+        ),
+    ] = "auto",
     no_gpu_metrics: Annotated[
         bool,
         typer.Option(
@@ -452,6 +467,7 @@ def profile_command(
         nsys_extra=tuple(split_args(nsys_args, "--nsys-args")), quiet=quiet, verbose=verbose,
         shard=_shard_spec(shard, shard_by, replicate, gpus), clock_sweep=not no_clock_sweep,
         gpu_metrics=not no_gpu_metrics, ncu_kernel_cap=ncu_kernel_cap, budget_s=budget,
+        base_pass=_base_pass_choice(base_pass),
     )  # fmt: skip
     if gpus is not None:
         g = GpuRun(gpus, s.target, target_tokens, output, replicate, shard_by, allow_failed_shards, quiet,

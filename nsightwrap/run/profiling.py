@@ -131,6 +131,9 @@ class Settings:
     #: configuration in the ncu passes (ncu's ``--filter-mode per-launch-config --launch-count N``);
     #: 0: no cap. The analysis carries the launches left out (analysis/ncusample.py).
     ncu_kernel_cap: int = DEFAULT_NCU_KERNEL_CAP
+    #: ``--base-pass auto|always``: auto runs the base pass only where a benchmark's measured SM
+    #: clock is more than ``BASE_CLOCK_GAP`` from ncu's (the run's ``base_check`` decides).
+    base_pass: str = "auto"
     #: ``--budget SECONDS``: the whole profile's time; the clock sweep's passes are cut when the
     #: estimate says they do not fit (``Plan``).
     budget_s: float | None = None
@@ -142,6 +145,7 @@ class Settings:
             "set": self.section_set, "ncu_args": list(self.ncu_extra), "nsys_args": list(self.nsys_extra),
             "clock_sweep": self.clock_sweep, "gpu_metrics": self.gpu_metrics, "capture": self.capture,
             "labels": dict(self.labels), "ncu_kernel_cap": self.ncu_kernel_cap, "budget_s": self.budget_s,
+            "base_pass": self.base_pass,
         }  # fmt: skip
 
 
@@ -721,7 +725,7 @@ class Plan:
             )
             when = (
                 f" (only if a benchmark's measured SM clock is more than {100 * BASE_CLOCK_GAP:g}% from ncu's; "
-                "decided after the other passes)" if name == CLOCK_SWEEP_PASS else ""
+                "decided after the other passes)" if name == CLOCK_SWEEP_PASS and s.base_pass == "auto" else ""
             )
             return f"ncu {head}{when}: {s.ncu_iters} iteration(s) per benchmark{cap}; the timing loops shortened"
         return "nsys trace of CUDA and NVTX, every iteration"
@@ -832,7 +836,7 @@ def run_passes(
             if PASS_NCU in s.passes and PASS_NCU not in skipped:
 
                 def needed() -> str | None:
-                    if base_check is None:
+                    if base_check is None or s.base_pass == "always":
                         return None
                     partial = _manifest(prof, s, "running", EXIT_OK, start, gpu, git, plan)
                     return base_check(layout.root, partial.to_json())
