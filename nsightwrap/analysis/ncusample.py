@@ -209,13 +209,13 @@ def ncu_stats_sampled(
                 extra = whole.get((b, got), per_ncu) - c_own
                 if extra <= 0:
                     continue
-                row = dict(med[got])
+                carry = dict(med[got])
                 f, clocked = _work_ratio(b, key, got, src_benches, work, hz, elastic)
                 if f is not None and abs(f - 1.0) > (SAME_WORK if clocked else SAME_WORK_NO_CLOCK):
                     if any(flush[o] == flush[b] for o in src_benches.get(got, ())):
                         # The same kernel at the same shape doing other work (a GEMM's K does not
                         # change its grid): the median carried in nsys's proportion.
-                        row["duration_ns"] = float(row["duration_ns"]) * f
+                        carry["duration_ns"] = float(carry["duration_ns"]) * f
                         scaled[b].append(f)
                     else:
                         # The user's loop flushes the L2 there and not here (or the other way): nsys
@@ -223,7 +223,7 @@ def ncu_stats_sampled(
                         unscaled[b].append(f)
                 path = f"{spec.nvtx_path}/{spec.iter_prefix}{it}"
                 for _ in range(extra):
-                    added.append({**row, "launch_id": next_id, "nvtx_ranges": (path,), "nvtx_path": path})
+                    added.append({**carry, "launch_id": next_id, "nvtx_ranges": (path,), "nvtx_path": path})
                     next_id += 1
                 carried[b] += extra
     frame = kernels
@@ -300,7 +300,7 @@ def _median_row(kernels: pd.DataFrame, rows: list[int]) -> dict[str, Any]:
     dur = pd.to_numeric(kernels["duration_ns"].iloc[rows], errors="coerce").to_numpy(dtype=float)
     order = np.argsort(dur, kind="stable")
     pick = rows[int(order[(len(rows) - 1) // 2])]
-    row = kernels.iloc[pick].to_dict()
+    row: dict[str, Any] = {str(k): v for k, v in kernels.iloc[pick].items()}
     ok = dur[np.isfinite(dur)]
     if len(ok):
         row["duration_ns"] = float(np.median(ok))
