@@ -324,8 +324,9 @@ def _nsys_kernels(found: NsysIterations) -> dict[tuple[int, int], list[tuple[Key
     if k.empty:
         return {}
     ops = found.all_ops
-    cols = [c for c in ("op_id", "name", "grid", "block", "start_ns") if c in ops]
-    full = ops[cols].drop_duplicates("op_id").set_index("op_id")
+    # Full names and shapes from the export (the iteration frame holds short names only).
+    full = ops[[c for c in ("op_id", "name", "grid", "block") if c in ops]].drop_duplicates("op_id")
+    full = full.rename(columns={"name": "nw_name", "grid": "nw_grid", "block": "nw_block"})
     it_of = pd.Series(found.iters["iteration"].to_numpy(), index=found.iters["range_id"].to_numpy())
     it_of = it_of[~it_of.index.duplicated()]
     # A kernel inside nested benchmark ranges belongs to the outermost one, as ncu's sums have it
@@ -335,16 +336,23 @@ def _nsys_kernels(found: NsysIterations) -> dict[tuple[int, int], list[tuple[Key
     depth = k["range_id"].map(paths.str.count("/")).fillna(0)
     k = k.assign(nw_iter=k["range_id"].map(it_of), nw_depth=depth)
     k = k.sort_values(["op_id", "nw_depth"], kind="stable").drop_duplicates("op_id")
+    k = k[k["spec"].notna() & k["nw_iter"].notna()].merge(full, on="op_id", how="inner")
     k = k.sort_values(["spec", "nw_iter", "start_ns"], kind="stable")
-    out: dict[tuple[int, int], list[tuple[Key, float]]] = {}
+    sizes: dict[str, int | None] = {}  # a few distinct shapes: each parsed once
+
+    def size(v: object) -> int | None:
+        if not isinstance(v, str):
+            return None  # no shape in the export (pd.NA)
+        if v not in sizes:
+            sizes[v] = _size(v)
+        return sizes[v]
+
+    grids = k["nw_grid"] if "nw_grid" in k else pd.Series(None, index=k.index)
+    blocks = k["nw_block"] if "nw_block" in k else pd.Series(None, index=k.index)
     dur = pd.to_numeric(k["duration_ns"], errors="coerce").to_numpy(dtype=float)
-    for spec, it, op, d in zip(k["spec"], k["nw_iter"], k["op_id"], dur, strict=True):
-        if pd.isna(spec) or pd.isna(it) or op not in full.index:
-            continue
-        r = full.loc[op]
-        grid = r["grid"] if "grid" in full.columns else None
-        block = r["block"] if "block" in full.columns else None
-        out.setdefault((int(spec), int(it)), []).append(((str(r["name"]), _size(grid), _size(block)), float(d)))
+    out: dict[tuple[int, int], list[tuple[Key, float]]] = {}
+    for spec, it, name, g, b, d in zip(k["spec"], k["nw_iter"], k["nw_name"].astype(str), grids, blocks, dur, strict=True):
+        out.setdefault((int(spec), int(it)), []).append(((name, size(g), size(b)), float(d)))
     return out
 
 
