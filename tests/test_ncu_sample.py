@@ -105,7 +105,7 @@ def test_the_note_says_what_was_profiled_and_what_carried(sweep: dict[str, Any])
     # of its own, and nsys says it takes ~1.9x as long; the carried median is scaled.
     notes, profiled, carried = by_name["sweep.py:17 do_bench #5"]
     assert (profiled, carried) == (0, 3)
-    assert any("scaled by that ratio" in n and "x1.9" in n for n in notes)
+    assert any("scaled by that ratio" in n and "here x1.9" in n for n in notes)
 
 
 def test_a_launch_ncu_never_profiled_has_no_figure_and_is_named(example: dict[str, Any]) -> None:

@@ -15,6 +15,12 @@ the benchmark's ncu sum leaves it out, its kernel count shows fewer kernels than
 ``extra_or_missing_kernels`` cause), and a note names it. The result has the ``NcuStats`` shape
 of ``iterations.ncu_stats_all``, which does the sums: the carried launches are rows added to the
 ncu frame, copies of the median instance.
+
+The same kernel at the same shape can do other work (a GEMM's K does not change its grid): where
+nsys timed a benchmark's launches of it apart from those in the benchmarks ncu profiled it in
+(``SAME_WORK``, at one clock), the carried median is scaled by nsys's ratio, unless the two timing
+loops treat the L2 differently (then the difference is the cache state, which ncu's own flush
+before every kernel removes). Either way a note says so.
 """
 
 from __future__ import annotations
@@ -362,6 +368,11 @@ def _shown(key: Key) -> str:
     return f"{short} (grid {g}, block {b})" if g is not None else short
 
 
+def _span(ratios: Sequence[float]) -> str:
+    lo, hi = min(ratios), max(ratios)
+    return f"x{lo:.2f}" if hi - lo < 0.005 else f"x{lo:.2f}-{hi:.2f}"
+
+
 def _notes(
     profiled: int, carried: int, absent: Counter[str], scaled: list[float], unscaled: list[float], cap: int
 ) -> tuple[str, ...]:
@@ -374,18 +385,16 @@ def _notes(
             f"the other {carried} are carried by the median ncu instance of the same kernel at the same shape"
         )
     if scaled:
-        lo, hi = min(scaled), max(scaled)
-        span = f"x{lo:.2f}" if abs(hi - lo) < 0.005 else f"x{lo:.2f}-{hi:.2f}"
         out.append(
-            f"nsys timed {len(scaled)} of those kernel(s) here {span} the instances ncu profiled (the same kernel "
-            "and launch shape doing other work, e.g. another K of a GEMM): their carried durations are scaled by "
-            "that ratio; --ncu-kernel-cap 0 profiles them here"
+            f"nsys timed the carried kernel(s) here {_span(scaled)} their instances in the benchmarks ncu profiled "
+            "them in (the same kernel and launch shape doing other work, e.g. another K of a GEMM): the carried "
+            "durations are scaled by that ratio; --ncu-kernel-cap 0 profiles them here"
         )
     if unscaled:
         out.append(
-            f"nsys timed {len(unscaled)} of those kernel(s) here x{min(unscaled):.2f}-{max(unscaled):.2f} the instances ncu "
-            "profiled, in a timing loop that treats the L2 otherwise: carried unscaled (ncu flushes the caches "
-            "before each kernel); --ncu-kernel-cap 0 profiles them here"
+            f"nsys timed the carried kernel(s) here {_span(unscaled)} their instances in the benchmarks ncu profiled "
+            "them in, whose timing loop treats the L2 otherwise: carried unscaled (ncu flushes the caches before "
+            "each kernel); --ncu-kernel-cap 0 profiles them here"
         )
     if absent:
         names = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in absent.most_common(4))
