@@ -137,3 +137,18 @@ def test_kernel_cap_is_read_from_the_ncu_command() -> None:
     assert kernel_cap(m("--launch-count", "3")) == 0  # a global count: not per launch configuration
     assert kernel_cap(m()) == 0 and kernel_cap({}) == 0
     assert kernel_cap(read_manifest(RUNS / "h200-sweep")) == 0  # shipped before the cap
+
+
+def test_other_l2_treatment_is_not_taken_for_other_work(sweep: dict[str, Any]) -> None:
+    # do_bench #5 as if its loop did not flush the L2 (do_bench #1's zeroes a buffer before each
+    # call): nsys's 1.9x can then be cache state, which ncu's own flush removes; carried unscaled.
+    from dataclasses import replace
+
+    specs = list(sweep["specs"])
+    i = next(i for i, s in enumerate(specs) if s.name == "sweep.py:17 do_bench #5")
+    assert specs[i].timer is not None
+    specs[i] = replace(specs[i], timer=replace(specs[i].timer, method={**specs[i].timer.method, "flush": "none"}))
+    got = ncu_stats_sampled(_capped(sweep["ncu"], 1), specs, sweep["refs"], sweep["found"], 1, sweep["iters"])
+    j = next(i for i, s in enumerate(specs) if s.name == "sweep.py:17 do_bench #1")
+    assert got.stats[i].iterations_ns == (got.stats[j].iterations_ns[0],) * 3  # do_bench #1's kernel as ncu timed it
+    assert any("treats the L2 otherwise: carried unscaled" in n for n in got.notes[i])
