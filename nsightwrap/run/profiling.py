@@ -727,6 +727,8 @@ class Plan:
                 f" (only if a benchmark's measured SM clock is more than {100 * BASE_CLOCK_GAP:g}% from ncu's; "
                 "decided after the other passes)" if name == CLOCK_SWEEP_PASS and s.base_pass == "auto" else ""
             )
+            if name != PASS_NCU:
+                return f"ncu {head}{when}: the ncu pass's iterations" + (" and cap" if capped else "")
             return f"ncu {head}{when}: {s.ncu_iters} iteration(s) per benchmark{cap}; the timing loops shortened"
         return "nsys trace of CUDA and NVTX, every iteration"
 
@@ -774,6 +776,7 @@ class Plan:
             "passes": [{"name": n, "what": self.what(n), "estimate_s": self.estimate_s.get(n),
                         "actual_s": self.actual_s.get(n)} for n in self.names],
             "budget_s": self.s.budget_s, "cut": self.cut, "ncu_kernel_cap": self.s.ncu_kernel_cap,
+            "base_pass": self.s.base_pass,
         }  # fmt: skip
 
 
