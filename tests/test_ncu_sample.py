@@ -152,3 +152,14 @@ def test_other_l2_treatment_is_not_taken_for_other_work(sweep: dict[str, Any]) -
     j = next(i for i, s in enumerate(specs) if s.name == "sweep.py:17 do_bench #1")
     assert got.stats[i].iterations_ns == (got.stats[j].iterations_ns[0],) * 3  # do_bench #1's kernel as ncu timed it
     assert any("treats the L2 otherwise: carried unscaled" in n for n in got.notes[i])
+
+
+def test_a_kernel_spelled_apart_by_ncu_and_nsys_still_matches(sweep: dict[str, Any]) -> None:
+    # ncu's full names as another ncu version may spell them (return type, parameters): matched
+    # on the function name and shape, as the reconciliation's kernel check does.
+    cut = _capped(sweep["ncu"], 1)
+    spelled = cut.assign(kernel=["void " + k + "(int)" for k in cut["kernel"].astype(str)])
+    a = ncu_stats_sampled(cut, sweep["specs"], sweep["refs"], sweep["found"], 1, sweep["iters"])
+    b = ncu_stats_sampled(spelled, sweep["specs"], sweep["refs"], sweep["found"], 1, sweep["iters"])
+    assert [s.iterations_ns for s in b.stats] == [s.iterations_ns for s in a.stats]
+    assert sum(b.missing) == 0 and b.carried == a.carried and sum(a.carried) > 0

@@ -190,6 +190,7 @@ def ncu_stats_sampled(
     absent: list[Counter[str]] = [Counter() for _ in range(n)]
     scaled: list[list[float]] = [[] for _ in range(n)]
     unscaled: list[list[float]] = [[] for _ in range(n)]
+    looked: dict[Key, Key | None] = {}
     for b, first in sorted(firsts.items()):
         spec = specs[b]
         if (spec.source or {}).get("kind") == "nvtx_range":
@@ -201,7 +202,9 @@ def ncu_stats_sampled(
             profiled[b] += sum(mine.values())
             counts = Counter(key for key, _d in seq)
             for key, count in counts.items():
-                got = _lookup(key, inst, by_name)
+                if key not in looked:
+                    looked[key] = _lookup(key, inst, by_name)
+                got = looked[key]
                 # Under ncu one iteration may hold fewer calls than under nsys (a graph of k calls,
                 # a block of Timer calls: one call each under ncu): nsys's count per call.
                 per_ncu = count // calls if count % calls == 0 and count >= calls else count
@@ -260,7 +263,8 @@ def _work_ratio(
     clocked = hz[b] is not None and all(hz[o] is not None for o in others)
     if not clocked:
         hz = [None] * len(hz)  # a clock known on one side only would skew the ratio: compare raw
-    ref = [d * _clock_factor(hz[o], e) for o in sorted(others) for d in work.get((o, got), ())]
+    # Both sides in nsys's own spelling of the kernel (``key``); ``got`` is ncu's.
+    ref = [d * _clock_factor(hz[o], e) for o in sorted(others) for d in work.get((o, key), ())]
     here = [d * _clock_factor(hz[b], e) for d in work.get((b, key), ())]
     if not ref or not here or _low(ref) <= 0:
         return None, clocked
@@ -290,14 +294,21 @@ def _elasticity(row: Mapping[str, Any]) -> float:
 
 
 def _lookup(key: Key, inst: Mapping[Key, list[int]], by_name: Mapping[str, set[Key]]) -> Key | None:
-    """The ncu launch configuration of an nsys launch: the same name and shape, or, where the nsys
-    export has no shape, the kernel's only configuration in ncu."""
+    """The ncu launch configuration of an nsys launch: the same name and shape; else the only one
+    of the same function name (``reconcile.base_name``: ncu and nsys can spell a kernel's full
+    name apart, as the reconciliation's kernel check knows) at that shape; where the nsys export
+    has no shape, the kernel's only configuration in ncu."""
     if key in inst:
         return key
-    if key[1] is None or key[2] is None:
-        shapes = by_name.get(key[0], set())
+    name, g, b = key
+    if g is None or b is None:
+        shapes = by_name.get(name, set())
         return next(iter(shapes)) if len(shapes) == 1 else None
-    return None
+    from nsightwrap.analysis.reconcile import base_name
+
+    short = base_name(name)
+    alike = {k for k in inst if k[1] == g and k[2] == b and base_name(k[0]) == short}
+    return next(iter(alike)) if len(alike) == 1 else None
 
 
 def _median_row(kernels: pd.DataFrame, rows: list[int]) -> dict[str, Any]:
