@@ -206,8 +206,10 @@ def ncu_stats_sampled(
                     looked[key] = _lookup(key, inst, by_name)
                 got = looked[key]
                 # Under ncu one iteration may hold fewer calls than under nsys (a graph of k calls,
-                # a block of Timer calls: one call each under ncu): nsys's count per call.
-                per_ncu = count // calls if count % calls == 0 and count >= calls else count
+                # a block of Timer calls: one call each under ncu): nsys's count per call. The nsys
+                # pass may have captured fewer calls per sample than the plain pass timed: rounded,
+                # at least one (never a whole sample's launches carried into one ncu call).
+                per_ncu = count if calls == 1 else max(1, round(count / calls))
                 if got is None:
                     missing[b] += per_ncu
                     absent[b][_shown(key)] += per_ncu
