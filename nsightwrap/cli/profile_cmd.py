@@ -41,6 +41,7 @@ from nsightwrap.run.launch import (
     target_argv,
 )
 from nsightwrap.run.profiling import (
+    DEFAULT_NCU_KERNEL_CAP,
     PROF_KERNEL,
     Problem,
     Settings,
@@ -53,6 +54,19 @@ from nsightwrap.run.rundir import PassRecord, create_run_dir, default_run_dir
 from nsightwrap.run.shards import ShardSpec, shard_spec
 
 _DEFAULT_NCU_ITERS = 3
+
+
+def _base_pass_choice(value: str) -> str:
+    if value not in ("auto", "always"):
+        raise UsageError(f"--base-pass {value!r} is not auto or always", hint="--base-pass always runs it in every run")
+    return value
+
+
+def _base_check(root: Path, manifest: dict[str, Any]) -> str | None:
+    """Before the base pass: why it is not needed, or None (analysis/basepass.py)."""
+    from nsightwrap.analysis.basepass import check_run
+
+    return check_run(root, manifest)
 
 
 #: Seconds between two heartbeat lines of a pass without a terminal (``NSIGHTWRAP_HEARTBEAT_S``).
@@ -359,9 +373,10 @@ def profile_command(
         typer.Option(
             "--ncu-kernel-cap", min=0, metavar="N",
             help="Profile at most N instances of each distinct kernel launch (kernel and grid/block shape) in "
-            "the ncu passes: graph replays and repeated kernels cost N profiles, not one per launch; 0: no cap.",
+            "each ncu pass: graph replays and repeated kernels cost N profiles, not one per launch; the launches "
+            "left out carry the median of the same kernel in the report (docs/profile.md); 0: no cap.",
         ),
-    ] = 0,
+    ] = DEFAULT_NCU_KERNEL_CAP,
     budget: Annotated[
         float | None,
         typer.Option(
@@ -379,6 +394,15 @@ def profile_command(
             "the SM clock); durations are then the ncu pass's and clock elasticities a guess from its counters.",
         ),
     ] = False,
+    base_pass: Annotated[
+        str,
+        typer.Option(
+            "--base-pass", metavar="auto|always",
+            help="When to run the clock sweep's base pass (ncu at --clock-control base, for each kernel's clock "
+            "elasticity): auto, last and only if some benchmark's measured SM clock is more than 5% from the clock "
+            "ncu ran its kernels at (below that no elasticity can move a ratio by more); always.",
+        ),
+    ] = "auto",
     no_gpu_metrics: Annotated[
         bool,
         typer.Option(
@@ -450,6 +474,7 @@ def profile_command(
         nsys_extra=tuple(split_args(nsys_args, "--nsys-args")), quiet=quiet, verbose=verbose,
         shard=_shard_spec(shard, shard_by, replicate, gpus), clock_sweep=not no_clock_sweep,
         gpu_metrics=not no_gpu_metrics, ncu_kernel_cap=ncu_kernel_cap, budget_s=budget,
+        base_pass=_base_pass_choice(base_pass),
     )  # fmt: skip
     if gpus is not None:
         g = GpuRun(gpus, s.target, target_tokens, output, replicate, shard_by, allow_failed_shards, quiet,
@@ -462,7 +487,7 @@ def profile_command(
     layout = create_run_dir(run_dir, s.passes)
     if not no_checks:
         preflight(display.warn)  # nsightwrap doctor's quick checks: only what is not ok is shown
-    code, status, problems, interrupted = run_passes(s, layout, tools, skipped, display)
+    code, status, problems, interrupted = run_passes(s, layout, tools, skipped, display, base_check=_base_check)
     place_device_file(layout.root, device_file, err, quiet=quiet)
     for p in problems:
         _print_problem(err, p)
