@@ -23,7 +23,7 @@ import pytest
 from refrun import build_run_dir
 from rich.console import Console
 
-from nsightwrap.analysis.decompose import PLACE_SPREAD_NS, GapInputs, causes_from_gap, decompose, q
+from nsightwrap.analysis.gap import PLACE_SPREAD_NS, GapInputs, causes_from_gap, decompose, q
 from nsightwrap.analysis.frames import GAP_COLUMNS, gaps_frame
 from nsightwrap.analysis.load import analyze
 from nsightwrap.analysis.model import BenchmarkResult, Gap, RunResult, Verdict
@@ -395,7 +395,7 @@ def test_timeline_windows_match_the_nsys_pass_timings(causes: RunResult) -> None
     # Where a run has no nsys-pass timings, the profiler part reads the windows off the nsys
     # timeline. On this run both exist: the timeline's windows agree with the nsys pass's own
     # event timings within 3% on every benchmark of a microsecond or more.
-    from nsightwrap.analysis.decompose import nsys_timelines
+    from nsightwrap.analysis.gap import nsys_timelines
     from nsightwrap.analysis.iterations import nsys_iterations
     from nsightwrap.analysis.reconcile import BenchmarkSpec
     from nsightwrap.parsers.nsys import read_nsys

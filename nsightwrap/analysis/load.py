@@ -30,7 +30,7 @@ from nsightwrap.analysis.clocks import (
     plain_clock_from_samples,
     reference_clock,
 )
-from nsightwrap.analysis.decompose import Timeline, nsys_timelines
+from nsightwrap.analysis.gap import Timeline, nsys_timelines
 from nsightwrap.analysis.gpuclock import MAX_SLOWDOWN, MIN_SAMPLES, kernel_clocks, stamps_clock, with_slowdown
 from nsightwrap.analysis.iterations import NsysIterations, ncu_stats_all, nsys_iterations, nsys_stats_all
 from nsightwrap.analysis.model import (
