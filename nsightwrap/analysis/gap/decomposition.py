@@ -50,7 +50,7 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
     measured = [
         clk.part,
         cache,
-        front_end.measure(lp, f),
+        front_end.measure(lp, f, clk.n_x),
         launch_overhead.measure(lp),
         gaps.measure_gaps(lp, f),
         gaps.measure_overlap(lp, clk.n_x),

@@ -1,7 +1,8 @@
 """The ``front_end`` part: what every event window holds before its first op starts beyond the
 dispatch ncu counts in its own durations (nsys lead-in on the timing stream, less the
-empty-window cost the method already subtracts); without nsys, the measured empty window not
-subtracted. Measured under nsys where it ran; ``slowdown`` brings it to the plain pass."""
+empty-window cost the method already subtracts); without nsys, the window beyond its kernels as
+the plain pass's own CUPTI reading splits it, less ncu's front end, else the measured empty
+window not subtracted. Measured under nsys where it ran; ``slowdown`` brings it to the plain pass."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from nsightwrap.analysis.gap.cache_state import NcuFrontEnd
 from nsightwrap.analysis.gap.common import part, us
 from nsightwrap.analysis.gap.loop import Loop
 from nsightwrap.analysis.model import GapPart
+from nsightwrap.core.contract import kernel_time_copies
 
 
 def fix(kind: str, method: Mapping[str, Any], dry: bool) -> str:
@@ -39,8 +41,9 @@ def fix(kind: str, method: Mapping[str, Any], dry: bool) -> str:
     )
 
 
-def measure(lp: Loop, f: NcuFrontEnd) -> GapPart | None:
-    """The lead-in of every window beyond ncu's front end (None where nothing measured it)."""
+def measure(lp: Loop, f: NcuFrontEnd, n_x: float) -> GapPart | None:
+    """The lead-in of every window beyond ncu's front end (None where nothing measured it).
+    ``n_x``: ncu's kernels at the loop's clock."""
     tl, ov = lp.tl, lp.ov
     if tl is not None:
         head = tl.head_ns / lp.calls
@@ -63,6 +66,24 @@ def measure(lp: Loop, f: NcuFrontEnd) -> GapPart | None:
             + (": the queue ran dry, so this includes the launch call itself" if lp.dry else "")
         )
         return part("front_end", head - host_head - ov - f.first_ns, ev, msg, fix(lp.kind, lp.method, lp.dry))
+    k = lp.timer.kernel_ns
+    if lp.nsys is None and k is not None and lp.has_kernels and lp.loop_state == lp.ncu_state:
+        # No nsys pass, but the plain pass's own CUPTI reading of a few calls splits the window:
+        # what it holds beyond its kernels and copies, less what ncu holds beyond the same
+        # kernels' CUPTI durations (its front end; the same cache state, so nothing else differs).
+        copies = kernel_time_copies(lp.method)
+        copy_ns = float(copies[1]) if copies is not None and copies[1] else 0.0
+        beyond = lp.t - k - copy_ns
+        ncu_fe = n_x - k
+        ev = {"window_beyond_kernels_ns": beyond, "cupti_kernel_ns": k, "copies_ns": copy_ns,
+              "ncu_front_end_ns": ncu_fe, "ncu_front_end_source": "ncu against the plain pass's CUPTI (same cache state)",
+              "empty_window_ns": lp.empty_pc, "empty_window_subtracted_ns": ov, "measured": "plain pass (events, CUPTI)"}  # fmt: skip
+        msg = (
+            f"each window holds {us(beyond)} beyond its kernels in the plain pass (events against CUPTI"
+            + (f", after the {us(ov)} empty-window cost the timer subtracts" if ov else "")
+            + f"), ncu {us(ncu_fe)} beyond the same kernels (its front end)"
+        )
+        return part("front_end", beyond - ncu_fe, ev, msg, fix(lp.kind, lp.method, False))
     if lp.empty_pc is not None:
         ev = {"empty_window_ns": lp.empty_pc, "empty_window_subtracted_ns": ov}
         msg = f"an empty event window measured {us(lp.empty_pc)}" + (
