@@ -42,7 +42,8 @@ EXPECTED = {
     # The timer holds the queue and subtracts the empty window; what is left is the per-window
     # event and dispatch cost beyond ncu's own front end (docs/reconciliation.md).
     "add_small": ("flagged", ["front_end"]),
-    "copy_1g": ("flagged", ["non_kernel_work"]),
+    # ncu sees no kernel in a copy; nsys measures it, and it is the whole timing.
+    "copy_1g": ("explained", ["non_kernel_work"]),
     "softmax_mlp": ("ok", []),
     "two_streams": ("ok", []),
 }
@@ -145,7 +146,7 @@ def test_every_benchmark_verdict_and_causes(result: RunResult) -> None:
     assert [b.name for b in result.benchmarks] == list(EXPECTED)
     got = {b.name: (b.verdict.value, [c.code.value for c in b.causes]) for b in result.benchmarks}
     assert got == EXPECTED
-    assert [b.name for b in result.flagged] == ["add_small", "copy_1g"]
+    assert [b.name for b in result.flagged] == ["add_small"]
     assert result.timer_found and result.environment.gpu_name == "NVIDIA H200"
 
 
@@ -470,12 +471,14 @@ def test_strict_exits_1_on_this_run(capsys: pytest.CaptureFixture[str]) -> None:
     assert {b["name"]: b["verdict"] for b in doc["benchmarks"]} == {k: v[0] for k, v in EXPECTED.items()}
 
 
-def test_tolerance_60_clears_add_small_but_not_copy_1g(capsys: pytest.CaptureFixture[str]) -> None:
-    r = _call(capsys, "report", str(RUN), "--tolerance", "60", "--strict")
-    assert r.returncode == 1, r.stderr  # copy_1g still flagged: ncu saw nothing to compare
-    rows = {line.split("│")[1].strip(): line for line in r.stdout.splitlines() if line.startswith("│")}
-    assert "1.49x" in rows["add_small"] and "ok" in rows["add_small"] and "FLAGGED" not in rows["add_small"]
-    assert "FLAGGED" in rows["copy_1g"]
-    assert "tolerance 60%" in r.stdout
-    assert re.search(r"non_kernel_work: 1 memcpy and 0 memset per iteration took 501\.[12]\d us", r.stdout)
-    assert "launch_overhead" not in r.stdout
+def test_tolerance_60_clears_add_small_and_copy_1g_stays_explained(capsys: pytest.CaptureFixture[str]) -> None:
+    # --strict passes ok and explained: at 60% the front end of add_small is within the
+    # tolerance, and copy_1g (a copy, which ncu cannot see) is explained at any tolerance.
+    r = _call(capsys, "report", str(RUN), "--tolerance", "60", "--strict", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = {b["name"]: b for b in json.loads(r.stdout)["benchmarks"]}
+    assert doc["add_small"]["verdict"] == "ok" and doc["add_small"]["ratio"] == pytest.approx(1.49, abs=0.01)
+    assert doc["copy_1g"]["verdict"] == "explained"
+    (cause,) = doc["copy_1g"]["causes"]
+    assert re.search(r"1 memcpy and 0 memset per iteration took 501\.[12]\d us", cause["message"])
+    assert not any(c["code"] == "launch_overhead" for b in doc.values() for c in b["causes"])

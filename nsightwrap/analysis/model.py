@@ -216,8 +216,6 @@ class BenchmarkResult:
     verdict: Verdict
     causes: tuple[Cause, ...]
     notes: tuple[str, ...] = ()
-    #: Why the verdict, in one line (``gap.verdict``); empty where no decomposition decided it.
-    verdict_reason: str = ""
     #: Where the timing came from: ``kind`` (``nsightwrap_bench``, ``do_bench``,
     #: ``do_bench_cudagraph``, ``torch_benchmark``, ``cuda_events``, ``nvtx_range``), ``site``
     #: (``file:line``), ``call`` (the n-th call from that site), ``label``.

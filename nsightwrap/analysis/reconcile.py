@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -280,7 +280,6 @@ def reconcile(
     )  # fmt: skip
     if gap is not None:
         notes.extend(str(n) for n in gap.measurements.get("notes") or ())
-    reason = ""
     if timer is None:
         verdict = Verdict.FLAGGED if dis else (Verdict.NO_TIMER if (ncu or nsys) else Verdict.NO_DATA)
     elif ncu is None:
@@ -291,6 +290,8 @@ def reconcile(
         # The verdict rests on the decomposition: the parts that are errors of the timing and the
         # residual, not the ratio alone (a throttled clock or a flush is no timing error).
         verdict, reason = judge(gap, tolerance, kernels_agree=dis is None)
+        # Kept with the decomposition (read back with the report): why this verdict, in one line.
+        gap = replace(gap, measurements={**gap.measurements, "verdict_reason": reason})
         if verdict is Verdict.OK and ratio_raw is not None and abs(ratio_raw - 1) > tolerance:
             notes.append(
                 f"clock normalization closed the gap: {ratio_raw:.2f}x at ncu's clock, {ratio:.2f}x at "
@@ -343,7 +344,6 @@ def reconcile(
         ratio=ratio,
         ratio_raw=ratio_raw,
         verdict=verdict,
-        verdict_reason=reason,
         causes=causes,
         notes=tuple(notes),
         source=dict(spec.source) if spec.source else {"kind": infer_kind(timer.method if timer else {})},
