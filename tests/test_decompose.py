@@ -23,8 +23,8 @@ import pytest
 from refrun import build_run_dir
 from rich.console import Console
 
-from nsightwrap.analysis.gap import PLACE_SPREAD_NS, GapInputs, causes_from_gap, decompose, q
 from nsightwrap.analysis.frames import GAP_COLUMNS, gaps_frame
+from nsightwrap.analysis.gap import PLACE_SPREAD_NS, GapInputs, causes_from_gap, decompose, q
 from nsightwrap.analysis.load import analyze
 from nsightwrap.analysis.model import BenchmarkResult, Gap, RunResult, Verdict
 from nsightwrap.core.unpack import unpacked

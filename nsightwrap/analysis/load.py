@@ -238,7 +238,7 @@ def _plain_start(manifest: Mapping[str, Any]) -> float | None:
 
 def _nsys_pass_timings(layout: RunLayout) -> dict[str, float]:
     """The nsys pass's own timings (``nsys/timer-*.json``, the sidecar format), median per call by
-    benchmark range: the decomposition's profiler-overhead part compares them with the plain pass."""
+    benchmark range: the decomposition measures nsys's slow-down of the loop with them (analysis/gap/slowdown.py)."""
     out: dict[str, float] = {}
     for path in sorted(layout.pass_dir(PASS_NSYS).glob(SIDECAR_GLOB)):
         try:

@@ -76,7 +76,7 @@ def judge(gap: Gap, tolerance: float, *, kernels_agree: bool = True) -> tuple[Ve
     if not kernels_agree:
         return Verdict.FLAGGED, "ncu and nsys disagree about the kernels of an iteration"
     if err > limit:
-        names = ", ".join(p.cause for p in _by_size(gap.parts) if _error(p))
+        names = ", ".join(p.cause for p in _by_size(gap.parts) if _error(p) >= limit / 2) or "together"
         return Verdict.FLAGGED, f"parts that are errors of the timing ({names}) sum to {us(err)}, over {tolerance:.0%} of it"
     if ratio is not None and abs(ratio - 1) <= tolerance:
         return Verdict.OK, f"{ratio:.2f}x at the measured clock, within {tolerance:.0%}"
