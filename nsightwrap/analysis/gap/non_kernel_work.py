@@ -19,7 +19,7 @@ def measure(lp: Loop) -> GapPart | None:
         nk = lp.nsys_nk or 0.0
         copies = max(set(nsys.memcpy_per_iteration), key=nsys.memcpy_per_iteration.count)
         sets = max(set(nsys.memset_per_iteration), key=nsys.memset_per_iteration.count)
-        ev = {"non_kernel_ns": nk, "memcpy_per_iteration": copies, "memset_per_iteration": sets,
+        ev: dict[str, object] = {"non_kernel_ns": nk, "memcpy_per_iteration": copies, "memset_per_iteration": sets,
               "ncu_kernels_per_iteration": n_kernels}  # fmt: skip
         msg = f"{copies} memcpy and {sets} memset per iteration took {us(nk)}, which ncu cannot see" + (
             " (ncu saw no kernel at all)" if not lp.has_kernels else ""
