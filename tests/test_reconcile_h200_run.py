@@ -379,12 +379,15 @@ def test_terminal_fits_and_never_splits_a_number(result: RunResult, width: int) 
         for cell in r.strip("│").split("│")[1:]:
             assert re.fullmatch(r"\s*(-|[\d.]+( us| ns| ms| GHz|x)?|ok|explained|flagged|FLAGGED|unexplained)\s*", cell), cell
     assert "note: two_streams: ops overlapped on 2 stream(s)" in out
-    assert "front_end:" in out and "non_kernel_work:" in out
+    assert "front_end:" in out  # the flagged benchmark's cause (copy_1g is explained)
     assert re.search(r"gap \+0\.99 us = front end \+ events \+1\.\d\d us", out)  # the decomposition's line
     if width == 80:
         assert "times in us, clocks in GHz" in out and "not shown at this width: ncu raw, ncu clock" in out
     if width >= 120:
-        assert "281.09 us" in large and "283.49 us" in large  # units in cells, every column
+        assert "283.49" in large  # every column (ncu raw too)
+    if width >= 160:
+        # Units in cells: at 120 the verdict column ("explained" is its widest word) leaves no room.
+        assert "281.09 us" in large and "283.49 us" in large
 
 
 def _table_blocks(md: str) -> list[list[str]]:
