@@ -511,3 +511,19 @@ def test_a_gpu_measured_clock_contradicted_by_the_cupti_reading(tmp_path: Path) 
     assert any("contradicted" in n and "in the plain pass (CUPTI)" in n for n in b.notes)
     assert b.verdict is Verdict.OK
     assert abs(b.gap.residual_ns) < 0.05 * b.timer.median_ns
+
+
+def test_a_graph_replay_is_never_told_to_use_a_graph(causes: RunResult) -> None:
+    from nsightwrap.analysis.gap import launch_overhead
+
+    g = gap(causes, "add_launch_bound")
+    (lp,) = [p for p in g.parts if p.cause == "launch_overhead"]
+    assert "cuda_graph=True" in lp.fix  # nsightwrap.bench without a graph: a graph is one way out
+    # The same wait in a call that already replays a graph: more calls per replay, never a graph.
+    for kind, method in (
+        ("do_bench_cudagraph", {"flush": "none"}),
+        ("cuda_events", {"cuda_graph": True}),
+        ("nsightwrap_bench", {"cuda_graph": True, "hold_queue": False}),
+    ):
+        fix = launch_overhead.fix(kind, method, lp.ns)
+        assert "CUDA graph (" not in fix and "cuda_graph=True" not in fix and "capture" not in fix, (kind, fix)

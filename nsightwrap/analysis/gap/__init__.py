@@ -31,7 +31,6 @@ from nsightwrap.analysis.gap.inputs import GapInputs, cache_states, flush_kind, 
 from nsightwrap.analysis.gap.timeline import Timeline, nsys_timelines
 from nsightwrap.analysis.gap.verdict import (
     ERRORS,
-    PASSING,
     PHYSICAL,
     PLACE_SPREAD_NS,
     RESIDUAL_BOUND,
@@ -40,7 +39,7 @@ from nsightwrap.analysis.gap.verdict import (
 )
 
 __all__ = [
-    "ERRORS", "PART_ORDER", "PASSING", "PHYSICAL", "PLACE_SPREAD_NS", "QUANTUM", "RESIDUAL_BOUND", "GapInputs",
+    "ERRORS", "PART_ORDER", "PHYSICAL", "PLACE_SPREAD_NS", "QUANTUM", "RESIDUAL_BOUND", "GapInputs",
     "Timeline", "cache_states", "causes_from_gap", "decompose", "flush_kind", "front_end_offsets", "infer_kind",
     "nsys_timelines", "judge", "q",
 ]  # fmt: skip

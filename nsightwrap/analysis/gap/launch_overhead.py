@@ -20,15 +20,22 @@ def fix(kind: str, method: Mapping[str, Any], ns: float) -> str:
     bench = kind == "nsightwrap_bench"
     if abs(ns) < NOTHING_NS:
         return "nothing to fix: the GPU never waited for the host inside the window"
+    graph = bool(method.get("cuda_graph"))
     if bench and not method.get("hold_queue"):
         why = f" ({method['hold_queue_skipped']})" if method.get("hold_queue_skipped") else ""
         return (
             "the queue was not held" + why + ": keep hold_queue=True (the default) so every sample is queued "
-            "behind a GPU sleep, or cuda_graph=True"
+            "behind a GPU sleep" + ("" if graph else ", or cuda_graph=True")
         )
     if bench:
         return "fn makes the host wait inside the window (a synchronize, .item(), a host copy): move it out of fn"
-    if kind in ("do_bench", "do_bench_cudagraph"):
+    if kind == "do_bench_cudagraph" or graph:
+        # The call already replays a CUDA graph: the wait is for the replay's launch itself.
+        return (
+            "the GPU finished before the next graph replay was launched: put more calls in each replay "
+            "(do_bench_cudagraph's n_repeat, graph_calls=N), or queue the replays behind a GPU sleep"
+        )
+    if kind == "do_bench":
         return (
             "the GPU finished before the next launch arrived: do_bench cannot hold the queue; time the call in a "
             "CUDA graph (do_bench_cudagraph) or several calls per measurement"

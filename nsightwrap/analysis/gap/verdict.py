@@ -31,8 +31,6 @@ RESIDUAL_BOUND = 0.05
 #: (docs/timer-accuracy.md, "Where the buffers lie"). ncu's pass is a process of its own, whose
 #: buffers need not lie where the plain pass's did, so a residual this small may be no more than that.
 PLACE_SPREAD_NS = 200.0
-#: Verdicts ``report --strict`` lets pass: the timing is right for what it claims.
-PASSING = frozenset({Verdict.OK, Verdict.EXPLAINED})
 
 _CODE = {
     "clock": CauseCode.CLOCK,
