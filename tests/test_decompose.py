@@ -527,3 +527,22 @@ def test_a_graph_replay_is_never_told_to_use_a_graph(causes: RunResult) -> None:
     ):
         fix = launch_overhead.fix(kind, method, lp.ns)
         assert "CUDA graph (" not in fix and "cuda_graph=True" not in fix and "capture" not in fix, (kind, fix)
+
+
+def test_without_nsys_the_plain_pass_cupti_reading_splits_the_window() -> None:
+    # h200-clock-sweep has no nsys pass; nsightwrap.bench read a few calls with CUPTI.
+    result = analyze(ROOT / "fixtures" / "runs" / "h200-clock-sweep")
+    for name in ("add_4k", "add_16m", "mm_square"):
+        b = bench(result, name)
+        g = gap(result, name)
+        assert b.timer is not None and b.timer.kernel_ns is not None and b.ncu is not None
+        (p,) = [p for p in g.parts if p.cause == "front_end"]
+        ev = p.evidence
+        clock = sum(x.ns for x in g.parts if x.cause == "clock")
+        assert ev["cupti_kernel_ns"] == q(b.timer.kernel_ns) and ev["measured"] == "plain pass (events, CUPTI)"
+        assert ev["window_beyond_kernels_ns"] == pytest.approx(b.timer.median_ns - b.timer.kernel_ns - ev["copies_ns"], abs=0.25)
+        assert ev["ncu_front_end_ns"] == pytest.approx(b.ncu.median_ns + clock - b.timer.kernel_ns, abs=0.25)  # type: ignore[operator]
+        assert p.ns == pytest.approx(ev["window_beyond_kernels_ns"] - ev["ncu_front_end_ns"], abs=0.25)
+    # The 4096-element add: 0.98 us of the 2.27 us window lies beyond its kernel after the
+    # subtracted empty window, ncu 0.79 us beyond the same kernel: 0.18 us of front end.
+    assert 150 < part(gap(result, "add_4k"), "front_end") < 220

@@ -67,7 +67,11 @@ def measure(lp: Loop, f: NcuFrontEnd, n_x: float) -> GapPart | None:
         )
         return part("front_end", head - host_head - ov - f.first_ns, ev, msg, fix(lp.kind, lp.method, lp.dry))
     k = lp.timer.kernel_ns
-    if lp.nsys is None and k is not None and lp.has_kernels and lp.loop_state == lp.ncu_state:
+    kt = lp.method.get("kernel_time")
+    per_call = kt.get("kernels_per_call") if isinstance(kt, dict) else None
+    # The CUPTI reading must count the kernels ncu profiled (same launches per call).
+    same = per_call is None or float(per_call) == max(lp.ncu.kernels_per_iteration, default=0)
+    if lp.nsys is None and k is not None and lp.has_kernels and lp.loop_state == lp.ncu_state and same:
         # No nsys pass, but the plain pass's own CUPTI reading of a few calls splits the window:
         # what it holds beyond its kernels and copies, less what ncu holds beyond the same
         # kernels' CUPTI durations (its front end; the same cache state, so nothing else differs).
