@@ -8,7 +8,6 @@ docs/reconciliation.md explains the model, each cause and its thresholds.
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -38,9 +37,10 @@ from nsightwrap.analysis.model import (
     Verdict,
 )
 from nsightwrap.core.contract import ITER_PREFIX, kernel_time_copies
-
-#: Sum of op durations above busy time by this share means ops ran concurrently.
-OVERLAP_SHARE = 0.02
+from nsightwrap.core.intervals import concurrent
+from nsightwrap.core.units import ghz_text as _ghz
+from nsightwrap.core.units import us_text as _us
+from nsightwrap.timer.stats import median_or_none
 
 
 @dataclass(frozen=True)
@@ -60,10 +60,6 @@ class BenchmarkSpec:
     timer: TimerStats | None = None
     #: Where the timing came from (``BenchmarkResult.source``); None: nsightwrap.bench.
     source: Mapping[str, Any] | None = None
-
-
-def _median(values: Sequence[float]) -> float | None:
-    return float(statistics.median(values)) if values else None
 
 
 def base_name(kernel: str) -> str:
@@ -134,12 +130,6 @@ def _mode(values: Sequence[int]) -> int | None:
     return Counter(values).most_common(1)[0][0] if values else None
 
 
-def _us(ns: float | None) -> str:
-    return "n/a" if ns is None else f"{ns / 1e3:.2f} us"
-
-
-def _ghz(hz: float | None) -> str:
-    return "n/a" if hz is None else f"{hz / 1e9:.3f} GHz"
 
 
 def disagreement(ncu: NcuStats | None, nsys: NsysStats | None) -> Cause | None:
@@ -188,12 +178,12 @@ def overlap_ns(nsys: NsysStats | None) -> float | None:
     """Median per-iteration sum of op durations when ops ran concurrently (else None).
 
     Concurrent means the sum exceeds nsys busy time (the union of the intervals) by more than
-    ``OVERLAP_SHARE``.
+    ``core.intervals.OVERLAP_SHARE`` (``intervals.concurrent``).
     """
     if nsys is None or not nsys.busy_median_ns or not nsys.op_sum_ns:
         return None
-    op_sum = _median(nsys.op_sum_ns) or 0.0
-    return op_sum if op_sum > nsys.busy_median_ns * (1 + OVERLAP_SHARE) else None
+    op_sum = median_or_none(nsys.op_sum_ns) or 0.0
+    return op_sum if concurrent(op_sum, nsys.busy_median_ns) else None
 
 
 # ----------------------------------------------------------------------------- verdict
@@ -357,7 +347,14 @@ def amortized_launches(ncu: NcuStats | None, nsys: NsysStats | None) -> int:
     (nsys, else ncu); 1 where a window holds one launch or several different kernels."""
     if nsys is not None and nsys.streams > 1:
         return 1  # kernels side by side on several streams, not one after another
-    names = nsys.kernel_names if nsys is not None and nsys.kernel_names else (ncu.kernel_names if ncu else ())
+    if ncu is not None and ncu.kernels:
+        # ncu's full names: nsys's short ones (vectorized_elementwise_kernel) are shared by
+        # different template instances (a multiply and an add of one graph replay).
+        first = min(k.iteration for k in ncu.kernels)
+        full = [k.kernel for k in ncu.kernels if k.iteration == first]
+        n = len(nsys.kernel_names) if nsys is not None and nsys.kernel_names else len(full)
+        return n if n > 1 and len(set(full)) == 1 else 1
+    names = nsys.kernel_names if nsys is not None and nsys.kernel_names else ()
     if len(names) > 1 and len(set(names)) == 1:
         return len(names)
     return 1

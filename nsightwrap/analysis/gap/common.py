@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from nsightwrap.analysis.model import GapPart
+from nsightwrap.core.units import ghz_text as ghz
+from nsightwrap.core.units import us_text as us
+from nsightwrap.timer.stats import median_or_none
 
 #: Values are multiples of 1/QUANTUM ns: sums of such values are exact in binary floating point.
 QUANTUM = 8.0
@@ -26,20 +28,12 @@ def q(ns: float) -> float:
     return round(ns * QUANTUM) / QUANTUM
 
 
-def us(ns: float | None) -> str:
-    """``ns`` as microseconds with two decimals (``n/a`` for None)."""
-    return "n/a" if ns is None else f"{ns / 1e3:.2f} us"
-
-
-def ghz(hz: float | None) -> str:
-    """``hz`` as GHz with three decimals (``n/a`` for None)."""
-    return "n/a" if hz is None else f"{hz / 1e9:.3f} GHz"
-
-
 def med(values: Sequence[float] | np.ndarray) -> float | None:
     """Median of the finite values, None when there are none."""
-    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-    return float(statistics.median(vals)) if vals else None
+    return median_or_none([float(v) for v in values if v is not None and math.isfinite(float(v))])
+
+
+__all__ = ["ACTIONABLE", "PART_ORDER", "QUANTUM", "ghz", "med", "part", "q", "us"]
 
 
 def part(code: str, ns: float, evidence: Mapping[str, Any], message: str, fix: str) -> GapPart:

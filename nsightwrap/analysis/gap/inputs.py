@@ -12,11 +12,7 @@ from typing import Any
 from nsightwrap.analysis.clocks import ELASTICITY_RANGE, heuristic_elasticity
 from nsightwrap.analysis.gap.timeline import Timeline
 from nsightwrap.analysis.model import KernelTiming, NcuStats, NsysStats, TimerStats
-
-#: Flush kinds that leave dirty lines in the L2 (the next kernel pays their write-back).
-DIRTY_FLUSHES = frozenset({"zero", "zero_", "memset", "fill", "dirty"})
-#: Flush kinds that leave the L2 clean, as ncu's cache control does.
-CLEAN_FLUSHES = frozenset({"write+read", "clean", "write_read"})
+from nsightwrap.core.contract import CLEAN_FLUSHES, DIRTY_FLUSHES
 
 
 @dataclass(frozen=True)

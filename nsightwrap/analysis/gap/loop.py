@@ -14,9 +14,7 @@ from nsightwrap.analysis.gap.common import med
 from nsightwrap.analysis.gap.inputs import GapInputs, cache_states, timing_kind
 from nsightwrap.analysis.gap.timeline import Timeline
 from nsightwrap.analysis.model import NcuStats, NsysStats, TimerStats
-
-#: Sum of op durations above busy time by this share means ops ran concurrently.
-OVERLAP_SHARE = 0.02
+from nsightwrap.core.intervals import concurrent
 
 
 @dataclass(frozen=True)
@@ -57,7 +55,7 @@ def overlapping(nsys: NsysStats | None) -> bool:
     """Ops ran concurrently: their durations sum to more than the busy time on several streams."""
     if nsys is None or not nsys.busy_median_ns or not nsys.op_sum_ns or nsys.streams < 2:
         return False
-    return (med(nsys.op_sum_ns) or 0.0) > nsys.busy_median_ns * (1 + OVERLAP_SHARE)
+    return concurrent(med(nsys.op_sum_ns) or 0.0, nsys.busy_median_ns)
 
 
 def loop_of(inp: GapInputs) -> Loop | None:
