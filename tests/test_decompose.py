@@ -113,6 +113,10 @@ OPPOSED = {
     ("h200-timer", "torch_timer.py:41 Timer.timeit #1", "launch_overhead"),
     ("h200-timer", "torch_timer.py:42 Timer.adaptive_autorange #1", "cache_state"),
     ("h200-timer", "torch_timer.py:42 Timer.adaptive_autorange #1", "gaps"),
+    # 80 elementwise kernels per window on a warm L2 (cache_state -182.15 us against a gap of
+    # -169.46 us, front end, launch overhead and gaps +12.67 us): ncu's own front end of each of
+    # the 80 launches is not measured in that run and sits in cache_state.
+    ("h200-mixed", "mixed.py:39 cuda_events #1", "cache_state"),
     # A 3.1 us add: front end +1.17 us against a gap of +0.99 us, over by 20 ns (under one tick
     # of the 32 ns event clock), with the clock (-0.04) and the residual (-0.14) against it.
     ("h200-example", "add_small", "front_end"),
@@ -170,7 +174,7 @@ def test_no_part_is_larger_than_the_gap() -> None:
 def test_nsys_slow_down_is_one_note_and_scales_the_host_parts_only(causes: RunResult) -> None:
     for b in causes.benchmarks:
         assert b.gap is not None
-        notes = [n for n in b.notes if n.startswith("nsys slowed this loop")]
+        notes = [n for n in b.notes if re.match(r"nsys (slowed|sped up) this loop \d\.\d\dx", n)]
         assert len(notes) == 1, (b.name, notes)
         facts = b.gap.measurements["nsys_slowdown"]
         assert facts["nsys_window_ns"] == q(causes_run_sidecar("nsys", b.name)["median_ns"])

@@ -8,7 +8,9 @@ windows: the nsys pass's own timing of the loop against the plain pass's (``nsys
 else the windows on the nsys timeline (event records and ops). Only the host-side share of the
 window is scaled, never the kernels' durations: the host-side share of a window is the window
 less the GPU's work in it (ncu's kernels and the device-side parts), and the parts are scaled by
-the plain pass's host share over the nsys pass's, ``(T - D) / (T_nsys - D)``. Where the
+the plain pass's host share over the nsys pass's, ``(T - D) / (T_nsys - D)``; above 1 only where
+the plain window is longer by more than ``D`` (host work that took longer in the plain pass, as
+a first use can), since a GPU-side difference between the passes could be all of a smaller one. Where the
 queue never ran dry, the windows were queued ahead of the GPU and nsys's host slow-down did not
 stretch them: the parts are kept as measured and the note says so.
 """
@@ -83,9 +85,9 @@ def to_plain_pass(parts: list[GapPart], sd: Slowdown | None, lp: Loop) -> tuple[
         "slowdown_from": sd.source, "host_parts_under_nsys_ns": q(host_ns), "host_scale": 1.0,
     }  # fmt: skip
     names = ", ".join(p.cause for p in host) or "none"
-    head = f"nsys slowed this loop {sd.factor:.2f}x ({us(sd.nsys_ns)} per call against {us(sd.plain_ns)}, from {sd.source})"
-    if sd.excess_ns <= 0 or not host:
-        return parts, facts, f"{head}: the parts measured under it are kept as measured"
+    head = f"nsys {'slowed' if sd.factor >= 1 else 'sped up'} this loop {sd.factor:.2f}x ({us(sd.nsys_ns)} per call against {us(sd.plain_ns)}, from {sd.source})"
+    if not host:
+        return parts, facts, f"{head}: no host-side part was measured under it"
     if not lp.dry:
         return parts, facts, (
             f"{head}, but the queue never ran dry under it: the windows were queued ahead of the GPU, so the host "
@@ -97,7 +99,16 @@ def to_plain_pass(parts: list[GapPart], sd: Slowdown | None, lp: Loop) -> tuple[
     host_nsys, host_plain = sd.nsys_ns - device, sd.plain_ns - device
     if host_nsys <= 0:
         return parts, facts, f"{head}: the GPU's own work fills the window under nsys, so the parts measured under it are kept as measured"
-    scale = min(1.0, max(0.0, host_plain / host_nsys))
+    scale = max(0.0, host_plain / host_nsys)
+    if scale > 1 and sd.plain_ns - sd.nsys_ns <= device:
+        # The plain window is longer, by less than the GPU's work in it: a GPU-side difference
+        # between the passes (clock, placement) can be all of it, so no host time is added. Only
+        # where the GPU cannot account for it (a first use: module load, handle creation, in a
+        # window the host fills) is the host share scaled up.
+        return parts, facts, (
+            f"{head}: the plain window is longer by less than the GPU's work in it ({us(device)}), so the "
+            "parts measured under nsys are kept as measured"
+        )
     facts.update(host_share_under_nsys_ns=q(host_nsys), host_share_plain_ns=q(host_plain), host_scale=round(scale, 4))
     out = []
     for p in parts:

@@ -83,7 +83,7 @@ def judge(gap: Gap, tolerance: float, *, kernels_agree: bool = True) -> tuple[Ve
             Verdict.UNEXPLAINED,
             f"the residual {us(gap.residual_ns)} is over {RESIDUAL_BOUND:.0%} of the timing: no measurement explains it",
         )
-    names = ", ".join(p.cause for p in _by_size(gap.parts) if p.cause in PHYSICAL and abs(p.ns) >= limit / 2)
+    names = ", ".join(c.code.value for c in causes_from_gap(gap, tolerance, Verdict.EXPLAINED))
     where = f"{ratio:.2f}x" if ratio is not None else "ncu saw no kernel"
     return Verdict.EXPLAINED, f"{where}: measured parts that are no error of the timing explain it ({names or 'together'})"
 
@@ -122,7 +122,17 @@ def causes_from_gap(gap: Gap, tolerance: float, v: Verdict | None = None) -> lis
     if v is Verdict.FLAGGED:
         return [_cause(p) for p in big if _error(p)] + [_cause(p) for p in big if not _error(p)]
     if v is Verdict.EXPLAINED:
-        return [_cause(p) for p in big if p.cause in PHYSICAL]
+        phys = [_cause(p) for p in big if p.cause in PHYSICAL]
+        if phys:
+            return phys
+        # No single part is large: the physical parts that lengthen (or shorten) the timing the
+        # way the gap goes, each at least 1% of it, largest first.
+        side = math.copysign(1.0, gap.total_ns)
+        return [
+            _cause(p)
+            for p in _by_size(gap.parts)
+            if p.cause in PHYSICAL and p.ns * side > 0 and abs(p.ns) >= 0.01 * t
+        ]
     if v is Verdict.UNEXPLAINED:
         return [residual_cause(gap), *(_cause(p) for p in big)]
     if v is Verdict.OK:
