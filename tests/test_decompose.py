@@ -550,3 +550,21 @@ def test_without_nsys_the_plain_pass_cupti_reading_splits_the_window() -> None:
     # The 4096-element add: 0.98 us of the 2.27 us window lies beyond its kernel after the
     # subtracted empty window, ncu 0.79 us beyond the same kernel: 0.18 us of front end.
     assert 150 < part(gap(result, "add_4k"), "front_end") < 220
+
+
+def test_host_share_scaled_up_only_past_the_gpus_work() -> None:
+    # The first timed window of h200-mixed: 138.37 ms plain, 107.73 ms under nsys, 0.18 ms of GPU
+    # work: module loading and handle creation took longer in the plain pass, on the host.
+    mixed = analyze(ROOT / "fixtures" / "runs" / "h200-mixed")
+    g = gap(mixed, "mixed.py:16 cuda_events #1")
+    facts = g.measurements["nsys_slowdown"]
+    assert facts["slowdown"] < 0.8 and facts["host_scale"] > 1.2
+    assert g.timer_ns is not None and abs(g.residual_ns) < 0.001 * g.timer_ns
+    # A 297 us GEMM loop the plain pass timed 13 us longer than nsys's windows: less than the
+    # GPU's work in it, so no host time is added and the difference stays in the residual.
+    timer = analyze(ROOT / "fixtures" / "runs" / "h200-timer")
+    b = bench(timer, "linear 2048x19456x2560 bf16")
+    assert b.gap is not None and b.gap.measurements["nsys_slowdown"]["host_scale"] == 1.0
+    assert not any("scaled_to_plain_pass_by" in p.evidence for p in b.gap.parts)
+    assert 10_000 < b.gap.residual_ns < 0.05 * b.gap.timer_ns  # type: ignore[operator]
+    assert any("longer by less than the GPU's work" in n for n in b.notes)
