@@ -175,7 +175,8 @@ def test_verdicts_are_the_report_json_of_the_cli(tmp_path: Path) -> None:
                     assert row[col] == pytest.approx(b[key], rel=1e-12)
         verdicts = dict(zip(df.index, df["verdict"], strict=True))
         if not options:
-            assert [n for n, v in verdicts.items() if v == "flagged"] == ["add_small", "copy_1g"]
+            assert [n for n, v in verdicts.items() if v == "flagged"] == ["add_small"]
+            assert verdicts["copy_1g"] == "explained"  # a copy, which ncu cannot see, measured by nsys
         else:
             assert verdicts["add_small"] == "ok"  # 1.49x is within 60%
 
@@ -200,13 +201,13 @@ def test_repr_html_is_the_html_report(run: nw.Run, tmp_path: Path, monkeypatch, 
     svgs = len(run.benchmarks) + 1 + len(run.flagged) + "".join(roofline_html(run.result)).count("<svg")
     assert html.startswith("<!DOCTYPE html>") and html.count("<svg") >= svgs
     assert html.count("class='chart waterfall'") == len(run.flagged)
-    assert repr(run) == f"<nsightwrap run {RUN}: 7 benchmarks, 2 flagged>"
+    assert repr(run) == f"<nsightwrap run {RUN}: 7 benchmarks, 1 flagged>"
 
 
 def test_benchmark_by_name(run: nw.Run) -> None:
     b = run.benchmark("add_small")
     assert b.verdict.value == "flagged" and [c.code.value for c in b.causes] == ["front_end"]
-    assert [x.name for x in run.flagged] == ["add_small", "copy_1g"]
+    assert [x.name for x in run.flagged] == ["add_small"]
     assert run.path == RUN
     with pytest.raises(KeyError, match="no benchmark 'nope'.*mm_large"):
         run.benchmark("nope")

@@ -33,7 +33,7 @@ from nsightwrap.analysis.clocks import (
     plain_clock_from_samples,
     reference_clock,
 )
-from nsightwrap.analysis.decompose import Timeline, nsys_timelines
+from nsightwrap.analysis.gap import Timeline, nsys_timelines
 from nsightwrap.analysis.gpuclock import MAX_SLOWDOWN, MIN_SAMPLES, kernel_clocks, stamps_clock, with_slowdown
 from nsightwrap.analysis.iterations import NsysIterations, nsys_iterations, nsys_stats_all
 from nsightwrap.analysis.merged import join_shards, shard_entries, shard_run_dir
@@ -280,7 +280,7 @@ def _plain_start(manifest: Mapping[str, Any]) -> float | None:
 
 def _nsys_pass_timings(layout: RunLayout) -> dict[str, float]:
     """The nsys pass's own timings (``nsys/timer-*.json``, the sidecar format), median per call by
-    benchmark range: the decomposition's profiler-overhead part compares them with the plain pass."""
+    benchmark range: the decomposition measures nsys's slow-down of the loop with them (analysis/gap/slowdown.py)."""
     out: dict[str, float] = {}
     for path in sorted(layout.pass_dir(PASS_NSYS).glob(SIDECAR_GLOB)):
         try:

@@ -48,6 +48,8 @@ class CauseCode(str, Enum):
     NON_KERNEL_WORK = "non_kernel_work"
     OVERLAP = "overlap"
     EXTRA_OR_MISSING_KERNELS = "extra_or_missing_kernels"
+    #: Read in reports of earlier versions only: no part or cause is the profiler's own any more
+    #: (the parts measured under nsys are brought to the plain pass; analysis/gap/slowdown.py).
     PROFILER_OVERHEAD = "profiler_overhead"
     UNEXPLAINED = "unexplained"
     #: Parts of the gap's decomposition (``Gap``) that became causes in version 2.
@@ -247,8 +249,9 @@ class GapPart:
     evidence: Mapping[str, Any]
     fix: str
     message: str = ""
-    #: Whether the part is something the user's timing method can change (the verdict weighs
-    #: these and the residual); clock, gaps, overlap and profiler overhead are not.
+    #: Whether the part is something the user's timing method can change; clock, gaps and
+    #: overlap are not. The verdict weighs the parts that are errors of the timing
+    #: (analysis/gap/verdict.py).
     actionable: bool = False
 
 
@@ -257,7 +260,7 @@ class Gap:
     """timer - ncu (ncu at its own clock) = sum of the parts + residual, exactly.
 
     Every value is rounded to 1/8 ns, so the sum is exact in binary floating point in any order
-    (analysis/decompose.py; docs/reconciliation.md).
+    (analysis/gap/; docs/reconciliation.md).
     """
 
     total_ns: float
