@@ -253,17 +253,35 @@ def _analyze(root: Path, out: Console, err: Console, *, show: bool) -> int:
 
 
 def nothing_measured_line(root: Path) -> str:
-    """Why no benchmark got a figure, and the fix: no tools, no GPU, or no timings captured."""
+    """Why no benchmark got a figure, and the fix for each cause: no GPU, no ncu/nsys, no timings
+    captured. The causes come from the run's manifest (what ran, what was skipped); the raw files
+    stay in ``root`` for a look."""
+    import json
     import shutil
 
-    if shutil.which("ncu") is None and shutil.which("nsys") is None and shutil.which("nvidia-smi") is None:
-        why = "no GPU tools found (ncu, nsys, nvidia-smi)"
-        fix = "install the CUDA toolkit's Nsight tools and run on a machine with an NVIDIA GPU (nsightwrap doctor)"
-    else:
-        why = "no timings were captured"
-        fix = ("time the code with nsightwrap.bench or do_bench, or give --nvtx-include for the target's own "
-               "ranges; see the passes' logs in " + str(root / "logs"))
-    return f"nothing was measured in {root}: {why} (fix: {fix})"
+    try:
+        m = json.loads((root / "manifest.json").read_bytes())
+        skipped = [p["name"] for p in m.get("passes", ()) if p.get("status") == "skipped"]
+        no_gpu = not m.get("gpu") and shutil.which("nvidia-smi") is None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):  # a merged or odd run: ask PATH
+        skipped = [t for t in ("ncu", "nsys") if shutil.which(t) is None]
+        no_gpu = shutil.which("nvidia-smi") is None
+    why: list[str] = []
+    fix: list[str] = []
+    if no_gpu:
+        why.append("no NVIDIA GPU (nvidia-smi not found)")
+        fix.append("run on a machine with an NVIDIA GPU and its driver (nsightwrap doctor)")
+    tools = [t for t in ("ncu", "nsys") if t in skipped]
+    if tools:
+        why.append(f"{' and '.join(tools)} not found")
+        fix.append("install the CUDA toolkit's Nsight tools or give --ncu/--nsys PATH")
+    why.append("no timings were captured")
+    logs = [root / p / "stdout.log" for p in PASSES if (root / p / "stdout.log").is_file()]
+    fix.append(
+        "time the code with nsightwrap.bench or do_bench, or give --nvtx-include for the target's own ranges"
+        + (f" (the target's output: {logs[0]})" if logs else "")
+    )
+    return f"nothing was measured in {root}: {', '.join(why)} (fix: {'; '.join(fix)}); raw files kept in {root}"
 
 
 @app.command(
@@ -467,6 +485,8 @@ def profile_command(
         # A pass's failure (3) or timeout (4) stays the exit code; the analysis can only add one.
         analysis_code = _analyze(layout.root, out, err, show=not quiet)
         code = code or analysis_code
+        if analysis_code == EXIT_NOTHING_MEASURED:
+            status = f"{status}, nothing measured"
     out.print(
         escape(
             f"run directory: {run_dir} ({status}); reports: nsightwrap report {shlex.quote(str(run_dir))}"
