@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from nsightwrap.cli import app
+from nsightwrap.cli import OLD_FORMAT_HELP, app
 
 
 class By(str, Enum):
@@ -45,15 +45,16 @@ Examples:
 def inspect(
     report: Annotated[Path, typer.Argument(metavar="REPORT", help="The report file to read.")],
     by: Annotated[
-        By, typer.Option("--by", help="One row per GPU op (kernel) or per NVTX range path (range).")
+        By, typer.Option("--by", metavar="kernel|range", help="One row per GPU op (kernel) or per NVTX range path (range).")
     ] = By.kernel,
     fmt: Annotated[
-        Format, typer.Option("--format", "-f", help="table (terminal), csv, json or md (Markdown).")
+        Format, typer.Option("--format", metavar="table|csv|json|md", help="table (terminal), csv, json or md (Markdown).")
     ] = Format.table,
+    fmt_f: Annotated[Format | None, typer.Option("-f", hidden=True, help=OLD_FORMAT_HELP)] = None,
     nsys: Annotated[
         str | None,
         typer.Option(
-            "--nsys", help="nsys executable to export a .nsys-rep with (default: NSIGHTWRAP_NSYS, PATH)."
+            "--nsys", metavar="PATH", help="nsys executable to export a .nsys-rep with (default: NSIGHTWRAP_NSYS, PATH)."
         ),
     ] = None,
 ) -> None:
@@ -61,6 +62,7 @@ def inspect(
     from nsightwrap.analysis.inspection import load_view
     from nsightwrap.export.frames import write_frame
 
+    fmt = fmt_f or fmt
     view = load_view(report, by.value, nsys)
     write_frame(
         view.frame, fmt.value, title=view.title, table_columns=view.table_columns, md_columns=view.md_columns
