@@ -32,7 +32,7 @@ test-lowest:
 	$(PY) -m venv $(LOWEST)
 	$(LOWEST)/bin/python -m pip install -q --upgrade pip
 	$(LOWEST)/bin/python scripts/lowest_constraints.py pyproject.toml > $(LOWEST)/constraints.txt
-	$(LOWEST)/bin/python -m pip install -q -c $(LOWEST)/constraints.txt -e . pytest selenium
+	$(LOWEST)/bin/python -m pip install -q -c $(LOWEST)/constraints.txt -e '.[html]' pytest selenium jsonschema
 	$(LOWEST)/bin/python scripts/lowest_constraints.py --check pyproject.toml
 	$(LOWEST)/bin/pytest -q -m "not gpu" -p no:cacheprovider
 

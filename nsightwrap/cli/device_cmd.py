@@ -126,6 +126,10 @@ def device_command(
     from nsightwrap.device.store import read_device_file, save_to_cache
 
     fmt = fmt_f or fmt
+    if fmt is Format.html:  # before minutes of measuring, not after
+        from nsightwrap.core.extras import require_html
+
+        require_html("the HTML device page")
     # CUDA numbers GPUs fastest first unless told otherwise; nvidia-smi (and doctor --gpu,
     # profile --gpus) by PCI bus: one order, so that --gpu I is the same GPU in every command.
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")

@@ -72,10 +72,17 @@ def report_command(
       nsightwrap report RUN --clock-ref 1.6GHz   # compare at a clock of your choice
 
       nsightwrap report RUN --device-file FILE   # roofline against measured ceilings (nsightwrap device)
+
+    Exit codes: 0 ok, 1 --strict found a benchmark to look at, 2 bad input, 5 a report reader
+    crashed, 8 --format html without matplotlib (pip install 'nsightwrap[html]').
     """
     from nsightwrap.analysis.load import analyze
 
     fmt = fmt_f or fmt
+    if fmt is Format.html:  # before the analysis: a missing extra is told at once
+        from nsightwrap.core.extras import require_html
+
+        require_html()
 
     if not run_dir.is_dir():
         raise InputNotFound(f"{run_dir}: not a run directory", hint="give the directory nsightwrap profile wrote (-o)")
