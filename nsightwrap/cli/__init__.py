@@ -49,7 +49,7 @@ def _no_flag_metavar() -> None:
             return None
         return shown_arg(self, ctx)  # type: ignore[no-any-return]
 
-    TyperArgument.display_type_rich = argument_type_rich  # type: ignore[method-assign]
+    TyperArgument.display_type_rich = argument_type_rich  # type: ignore[method-assign,assignment]
 
 
 _no_flag_metavar()
