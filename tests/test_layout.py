@@ -12,6 +12,7 @@ PKG = Path(__file__).resolve().parent.parent / "nsightwrap"
 #: What each package may import from nsightwrap (besides itself and ``nsightwrap.__version__``).
 ALLOWED = {
     "core": set(),
+    "schemas": set(),  # data files and their loader
     "timer": {"core"},
     "capture": {"core", "timer"},
     "device": {"core", "timer"},

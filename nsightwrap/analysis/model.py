@@ -69,6 +69,17 @@ class ClockModel(str, Enum):
 Evidence = Mapping[str, "float | int | str | None"]
 
 
+def _ns(v: float | None) -> str:
+    """A duration for a repr: ``17.31 us``; ``-`` when unknown (reprs stay one short line)."""
+    if v is None or v != v:
+        return "-"
+    return f"{v / 1e6:.3f} ms" if abs(v) >= 1e6 else f"{v / 1e3:.2f} us" if abs(v) >= 1e3 else f"{v:.0f} ns"
+
+
+def _hz(v: float | None) -> str:
+    return "-" if v is None or v != v else f"{v / 1e9:.3f} GHz"
+
+
 @dataclass(frozen=True)
 class Cause:
     """One explanation of a discrepancy, with the numbers behind it and what to do."""
@@ -107,6 +118,9 @@ class KernelTiming:
     #: ``duration_ns`` comes from the duration pass.
     counters_duration_ns: float | None = None
 
+    def __repr__(self) -> str:
+        return f"KernelTiming({self.kernel_short!r}, iteration {self.iteration}, {_ns(self.duration_ns)})"
+
 
 @dataclass(frozen=True)
 class TimerStats:
@@ -143,6 +157,9 @@ class TimerStats:
     #: Reason codes of the timer (``nsightwrap.timer.result.Reason``).
     reasons: tuple[str, ...] = ()
 
+    def __repr__(self) -> str:
+        return f"TimerStats(median {_ns(self.median_ns)}, n={self.n}, clock {_hz(self.sm_clock_hz)})"
+
 
 @dataclass(frozen=True)
 class NcuStats:
@@ -158,6 +175,12 @@ class NcuStats:
     kernel_names: tuple[str, ...]  # short names of one iteration's kernels, in launch order
     excluded_kernels: int  # kernels in the benchmark range but outside every iteration range
     kernels: tuple[KernelTiming, ...]
+
+    def __repr__(self) -> str:
+        return (
+            f"NcuStats(median {_ns(self.median_ns)}, at the reference clock {_ns(self.normalized_ns)}, "
+            f"{len(self.iterations_ns)} iterations, {len(self.kernels)} kernels)"
+        )
 
 
 @dataclass(frozen=True)
@@ -178,6 +201,12 @@ class NsysStats:
     busy_median_ns: float | None
     span_median_ns: float | None
     gap_median_ns: float | None  # span - busy
+
+    def __repr__(self) -> str:
+        return (
+            f"NsysStats(kernels {_ns(self.median_ns)}, busy {_ns(self.busy_median_ns)}, "
+            f"{len(self.iterations_ns)} iterations, {self.streams} stream(s))"
+        )
 
 
 @dataclass(frozen=True)
@@ -239,6 +268,14 @@ class BenchmarkResult:
     #: Launches of one op per window when a window holds several (an amortized loop), else 1.
     launches_per_window: int = 1
 
+    def __repr__(self) -> str:
+        ratio = "-" if self.ratio is None else f"{self.ratio:.3f}"
+        return (
+            f"BenchmarkResult({self.name!r}, {self.verdict.value}, ratio {ratio}, "
+            f"timer {_ns(self.timer.median_ns if self.timer else None)}, "
+            f"ncu {_ns(self.ncu.normalized_ns if self.ncu else None)}, {len(self.causes)} cause(s))"
+        )
+
 
 @dataclass(frozen=True)
 class GapPart:
@@ -253,6 +290,9 @@ class GapPart:
     #: overlap are not. The verdict weighs the parts that are errors of the timing
     #: (analysis/gap/verdict.py).
     actionable: bool = False
+
+    def __repr__(self) -> str:
+        return f"GapPart({self.cause!r}, {_ns(self.ns)})"
 
 
 @dataclass(frozen=True)
@@ -272,6 +312,10 @@ class Gap:
     #: Which measurements of the run existed for this benchmark (name -> what it was, or None
     #: where it was missing): a part whose measurement is missing is left out, never guessed.
     measurements: Mapping[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{p.cause} {_ns(p.ns)}" for p in self.parts)
+        return f"Gap(total {_ns(self.total_ns)} = {parts or 'no parts'}, residual {_ns(self.residual_ns)})"
 
 
 @dataclass(frozen=True)
@@ -313,6 +357,10 @@ class Roofline:
     status: str = "placed"
     issue: str = ""
     over_roof_pct: float | None = None
+
+    def __repr__(self) -> str:
+        pct = "-" if self.roof_pct is None else f"{self.roof_pct:.0f}%"
+        return f"Roofline({self.bound or 'unknown'}-bound, {pct} of the roof, {len(self.kernels)} kernels)"
 
 
 @dataclass(frozen=True)
@@ -469,6 +517,13 @@ class RunResult:
     shards: tuple[ShardSummary, ...] = ()
     #: ``--replicate``: each benchmark's spread across GPUs and the GPUs found slower.
     gpu_variance: GpuVariance | None = None
+
+    def __repr__(self) -> str:
+        counts: dict[str, int] = {}
+        for b in self.benchmarks:
+            counts[b.verdict.value] = counts.get(b.verdict.value, 0) + 1
+        tally = ", ".join(f"{n} {v}" for v, n in counts.items())
+        return f"RunResult({self.run_dir!r}: {len(self.benchmarks)} benchmarks" + (f": {tally})" if tally else ")")
 
     @property
     def flagged(self) -> tuple[BenchmarkResult, ...]:
