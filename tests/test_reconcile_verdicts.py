@@ -46,7 +46,7 @@ EXPECTED: dict[str, dict[str, tuple[str, list[str]]]] = {
         # The first timed window of the process (a 138 ms window: module load and handle creation
         # before the GEMM): the host fills it. A warm_up part will name it; today it is the
         # GPU waiting for the host, measured.
-        "mixed.py:16 cuda_events #1": ("flagged", ["launch_overhead"]),
+        "mixed.py:16 cuda_events #1": ("flagged", ["warm_up", "launch_overhead"]),
         # 80 elementwise launches per window on a warm L2 against ncu's clean, serialized ones.
         "mixed.py:39 cuda_events #1": ("explained", ["cache_state"]),
         "mixed.py:55 cuda_events #1": ("flagged", ["launch_overhead", "gaps", "cache_state"]),

@@ -52,6 +52,7 @@ from nsightwrap.analysis.ncusample import kernel_cap, ncu_stats_sampled
 from nsightwrap.analysis.power import attach_power
 from nsightwrap.analysis.reconcile import BenchmarkSpec, reconcile_all, specs_from_nvtx
 from nsightwrap.analysis.roofline import attach_rooflines
+from nsightwrap.analysis.window_facts import WindowFacts, window_facts
 from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, PASS_NSYS, SIDECAR_GLOB, uuid_key
 from nsightwrap.core.errors import NativeReaderCrashed, NsightwrapError, ReportParseError, UsageError
 from nsightwrap.core.jsonfile import finite_number
@@ -139,8 +140,9 @@ def analyze(
     nsys_timers = _nsys_pass_timings(layout)
     plain_hz = plain_clock_from_samples(samples) if samples is not None else None
     clocks, refs = benchmark_clocks(specs, found, nsys, nsys_timers, ref_choice, env, manifest, plain_hz)
+    setup = nsys.setup_calls if nsys is not None else None
     results = _reconcile_all(specs, refs, ncu, found, nsys_timers, tolerance=tolerance,
-                             ncu_cache_control=env.ncu_cache_control, manifest=manifest)  # fmt: skip
+                             ncu_cache_control=env.ncu_cache_control, manifest=manifest, setup_calls=setup)  # fmt: skip
     results = [replace(r, clock=c, notes=(*_clock_note(r, c), *r.notes)) for r, c in zip(results, clocks, strict=True)]
     results = finish_results(results, specs, sidecars, tolerance, ncu, env.ncu_cache_control)
     return attach_power(attach_rooflines(RunResult(
@@ -243,6 +245,7 @@ def _reconcile_all(
     tolerance: float,
     ncu_cache_control: str,
     manifest: Mapping[str, Any] | None = None,
+    setup_calls: pd.DataFrame | None = None,
 ) -> list[BenchmarkResult]:
     """Every benchmark's ncu and nsys figures at once (iterations.py: each path parsed once),
     the nsys timelines of the gap's decomposition, then the reconciliation. A run whose ncu
@@ -258,12 +261,16 @@ def _reconcile_all(
         n_list, sampled_notes = list(sampled.stats), sampled.notes
     s_list: list[NsysStats | None] = [None] * len(specs)
     timelines: list[Timeline | None] = [None] * len(specs)
+    facts: list[WindowFacts | None] = [None] * len(specs)
     if found is not None:
         s_list = list(nsys_stats_all(found, len(specs)))
         timelines = nsys_timelines(found, specs)
+        # First uses and graph replays inside each benchmark's windows (the warm_up part, the
+        # graph-aware fixes).
+        facts = list(window_facts(found, len(specs), setup_calls))
     results = reconcile_all(
         specs, n_list, s_list, timelines, refs, tolerance=tolerance, ncu_cache_control=ncu_cache_control,
-        nsys_timers=nsys_timers,
+        nsys_timers=nsys_timers, windows=facts,
     )  # fmt: skip
     return [replace(r, notes=(*r.notes, *extra)) if extra else r for r, extra in zip(results, sampled_notes, strict=True)]
 

@@ -56,6 +56,7 @@ class CauseCode(str, Enum):
     FRONT_END = "front_end"  # event and dispatch cost in every window beyond what ncu counts
     GAPS = "gaps"  # idle time between the benchmark's ops beyond their dispatch
     MISSED_WORK = "missed_work"  # work launched in the window that ended after the end event
+    WARM_UP = "warm_up"  # a kernel's or library's first use in the process inside the window
 
 
 class ClockModel(str, Enum):

@@ -36,6 +36,7 @@ from nsightwrap.analysis.model import (
     TimerStats,
     Verdict,
 )
+from nsightwrap.analysis.window_facts import WindowFacts
 from nsightwrap.core.contract import ITER_PREFIX, kernel_time_copies
 from nsightwrap.core.intervals import concurrent
 from nsightwrap.core.units import ghz_text as _ghz
@@ -201,12 +202,14 @@ def reconcile(
     timeline: Timeline | None = None,
     nsys_timer_ns: float | None = None,
     front_end: Mapping[str, float] | None = None,
+    window: WindowFacts | None = None,
 ) -> BenchmarkResult:
     """Verdict, causes and the decomposition of the gap for one benchmark from its three views.
 
     ``timeline`` (the nsys iterations as the event window sees them), ``nsys_timer_ns`` (the
-    nsys pass's own timing) and ``front_end`` (ncu's front-end time per kernel, measured on the
-    run's other benchmarks) refine the decomposition; without them its parts are fewer.
+    nsys pass's own timing), ``front_end`` (ncu's front-end time per kernel, measured on the
+    run's other benchmarks) and ``window`` (first uses and graph replays in its windows) refine
+    the decomposition; without them its parts are fewer.
     """
     timer = spec.timer
     n_ncu = (_mode(ncu.kernels_per_iteration) or 0) if ncu else 0
@@ -265,6 +268,7 @@ def reconcile(
         gap_inputs(
             spec, ncu, nsys, calls, timeline, ref_clock_hz=ref_clock_hz, ref_clock_source=ref_clock_source,
             ncu_cache_control=ncu_cache_control, nsys_timer_ns=nsys_timer_ns, kernels_agree=dis is None,
+            window=window,
         ),
         front_end,
     )  # fmt: skip
@@ -395,13 +399,14 @@ def gap_inputs(
     ncu_cache_control: str,
     nsys_timer_ns: float | None,
     kernels_agree: bool,
+    window: WindowFacts | None = None,
 ) -> GapInputs:
     """What ``decompose`` reads for one benchmark (``nsys`` already per call)."""
     return GapInputs(
         timer=spec.timer, ncu=ncu, nsys=nsys, nsys_calls=calls, timeline=timeline, ref_clock_hz=ref_clock_hz,
         ref_clock_source=ref_clock_source, ncu_cache_control=ncu_cache_control,
         source=dict(spec.source) if spec.source else {"kind": infer_kind(spec.timer.method if spec.timer else {})},
-        nsys_timer_ns=nsys_timer_ns, kernels_agree=kernels_agree,
+        nsys_timer_ns=nsys_timer_ns, kernels_agree=kernels_agree, window=window,
     )  # fmt: skip
 
 
@@ -415,17 +420,19 @@ def reconcile_all(
     tolerance: float = 0.1,
     ncu_cache_control: str = "all",
     nsys_timers: Mapping[str, float] | None = None,
+    windows: Sequence[WindowFacts | None] | None = None,
 ) -> list[BenchmarkResult]:
     """``reconcile`` for every benchmark of a run, after measuring ncu's front-end time per
     kernel on the benchmarks whose cache state matches ncu's (``gap.front_end_offsets``)."""
     timers = nsys_timers or {}
+    facts = list(windows) if windows is not None else [None] * len(specs)
     inputs = []
-    for spec, n, s, tl, (hz, src) in zip(specs, ncu, nsys, timelines, refs, strict=True):
+    for spec, n, s, tl, (hz, src), w in zip(specs, ncu, nsys, timelines, refs, facts, strict=True):
         view, calls, _ = _per_call_view(spec.timer, n, s)
         inputs.append(
             gap_inputs(
                 spec, n, view, calls, tl, ref_clock_hz=hz, ref_clock_source=src, ncu_cache_control=ncu_cache_control,
-                nsys_timer_ns=timers.get(spec.nvtx_path), kernels_agree=disagreement(n, view) is None,
+                nsys_timer_ns=timers.get(spec.nvtx_path), kernels_agree=disagreement(n, view) is None, window=w,
             )
         )  # fmt: skip
     offsets = front_end_offsets(inputs)
@@ -433,9 +440,9 @@ def reconcile_all(
         reconcile(
             spec, n, s, ref_clock_hz=hz, ref_clock_source=src, tolerance=tolerance,
             ncu_cache_control=ncu_cache_control, timeline=tl, nsys_timer_ns=timers.get(spec.nvtx_path),
-            front_end=offsets,
+            front_end=offsets, window=w,
         )  # fmt: skip
-        for spec, n, s, tl, (hz, src) in zip(specs, ncu, nsys, timelines, refs, strict=True)
+        for spec, n, s, tl, (hz, src), w in zip(specs, ncu, nsys, timelines, refs, facts, strict=True)
     ]
 
 

@@ -16,10 +16,11 @@ from nsightwrap.timer.stats import median_or_none
 #: Values are multiples of 1/QUANTUM ns: sums of such values are exact in binary floating point.
 QUANTUM = 8.0
 #: Part codes whose size the user's timing method can change.
-ACTIONABLE = frozenset({"cache_state", "front_end", "launch_overhead", "non_kernel_work", "missed_work"})
+ACTIONABLE = frozenset({"cache_state", "warm_up", "front_end", "launch_overhead", "non_kernel_work", "missed_work"})
 #: The parts, in the order they are shown.
 PART_ORDER = (
-    "clock", "cache_state", "front_end", "launch_overhead", "gaps", "overlap", "non_kernel_work", "missed_work",
+    "clock", "cache_state", "warm_up", "front_end", "launch_overhead", "gaps", "overlap", "non_kernel_work",
+    "missed_work",
 )  # fmt: skip
 
 

@@ -13,6 +13,7 @@ from nsightwrap.analysis.gap import (
     missed_work,
     non_kernel_work,
     slowdown,
+    warm_up,
 )
 from nsightwrap.analysis.gap.clock import Clock, clock_part
 from nsightwrap.analysis.gap.common import PART_ORDER, q
@@ -57,7 +58,7 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
         non_kernel_work.measure(lp),
         missed,
     ]
-    parts = [p for p in measured if p is not None]
+    parts = warm_up.carve(warm_up.graph_aware([p for p in measured if p is not None], inp.window), lp)
     sd = slowdown.measure(lp, missed_any)
     parts, scaling, note = slowdown.to_plain_pass(parts, sd, lp)
     if note:

@@ -12,6 +12,7 @@ from typing import Any
 from nsightwrap.analysis.clocks import ELASTICITY_RANGE, heuristic_elasticity
 from nsightwrap.analysis.gap.timeline import Timeline
 from nsightwrap.analysis.model import KernelTiming, NcuStats, NsysStats, TimerStats
+from nsightwrap.analysis.window_facts import WindowFacts
 from nsightwrap.core.contract import CLEAN_FLUSHES, DIRTY_FLUSHES
 
 
@@ -32,6 +33,8 @@ class GapInputs:
     nsys_timer_ns: float | None = None
     #: The ncu and nsys kernel lists agree (same kernels, same count per iteration).
     kernels_agree: bool = True
+    #: First uses and CUDA-graph replays inside the benchmark's windows (nsys pass).
+    window: WindowFacts | None = None
 
 
 def flush_kind(method: Mapping[str, Any]) -> str | None:

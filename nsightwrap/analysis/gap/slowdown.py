@@ -26,7 +26,7 @@ from nsightwrap.analysis.gap.loop import Loop
 from nsightwrap.analysis.model import GapPart
 
 #: Parts read off the nsys timeline that are host-side time, which nsys's tracing stretches.
-HOST_PARTS = frozenset({"front_end", "launch_overhead", "gaps"})
+HOST_PARTS = frozenset({"warm_up", "front_end", "launch_overhead", "gaps"})
 
 
 @dataclass(frozen=True)

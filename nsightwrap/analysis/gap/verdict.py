@@ -41,6 +41,7 @@ _CODE = {
     "overlap": CauseCode.OVERLAP,
     "non_kernel_work": CauseCode.NON_KERNEL_WORK,
     "missed_work": CauseCode.MISSED_WORK,
+    "warm_up": CauseCode.WARM_UP,
 }
 
 
