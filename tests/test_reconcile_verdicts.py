@@ -71,7 +71,9 @@ EXPECTED: dict[str, dict[str, tuple[str, list[str]]]] = {
         "sweep.py:17 do_bench #1": ("ok", []),
         # Launch-bound under do_bench (the queue ran dry): the timing holds the host's launches.
         "sweep.py:17 do_bench #2": ("flagged", ["launch_overhead", "front_end", "cache_state"]),
-        "sweep.py:17 do_bench #3": ("flagged", ["front_end"]),
+        # A small GEMM under do_bench: the events' own cost (front end) over the tolerance; its kernels ran
+        # at 1.91 GHz in the loop against 1.72 GHz under ncu (the clock part, negative).
+        "sweep.py:17 do_bench #3": ("flagged", ["front_end", "clock"]),
         # The sustained GEMMs: throttled clock, 1.15-1.18x raw, about 1.0x at the measured clock.
         "sweep.py:17 do_bench #4": ("ok", []),
         "sweep.py:17 do_bench #5": ("ok", []),
