@@ -368,15 +368,15 @@ def test_terminal_fits_and_never_splits_a_number(result: RunResult, width: int) 
     out = _terminal(result, width)
     lines = out.splitlines()
     assert max(len(line.rstrip()) for line in lines) <= width
-    rows = [line for line in lines if line.startswith("│") and re.search(r"│ (ok|FLAGGED) +│", line)]
+    rows = [line for line in lines if line.startswith("│") and re.search(r"│ (ok|flagged|explained|unexplained) +│", line)]
     assert len(rows) == 7  # one line per benchmark: nothing wrapped
     large = next(r for r in rows if "mm_large" in r)
     assert "281.09" in large and "1.00x" in large and "ok" in large
-    assert "FLAGGED" in next(r for r in rows if "add_small" in r)
+    assert "flagged" in next(r for r in rows if "add_small" in r)
     # Every number of the table is whole: no row ends a cell with a dangling digit group.
     for r in rows:
         for cell in r.strip("│").split("│")[1:]:
-            assert re.fullmatch(r"\s*(-|[\d.]+( us| ns| ms| GHz|x)?|ok|FLAGGED)\s*", cell), cell
+            assert re.fullmatch(r"\s*(-|[\d.]+( us| ns| ms| GHz|x)?|ok|flagged|explained|unexplained)\s*", cell), cell
     assert "note: two_streams: ops overlapped on 2 stream(s)" in out
     assert "front_end:" in out and "non_kernel_work:" in out
     assert re.search(r"gap \+0\.99 us = front end \+ events \+1\.\d\d us", out)  # the decomposition's line
@@ -474,8 +474,8 @@ def test_tolerance_60_clears_add_small_but_not_copy_1g(capsys: pytest.CaptureFix
     r = _call(capsys, "report", str(RUN), "--tolerance", "60", "--strict")
     assert r.returncode == 1, r.stderr  # copy_1g still flagged: ncu saw nothing to compare
     rows = {line.split("│")[1].strip(): line for line in r.stdout.splitlines() if line.startswith("│")}
-    assert "1.49x" in rows["add_small"] and "ok" in rows["add_small"] and "FLAGGED" not in rows["add_small"]
-    assert "FLAGGED" in rows["copy_1g"]
+    assert "1.49x" in rows["add_small"] and "ok" in rows["add_small"] and "flagged" not in rows["add_small"]
+    assert "flagged" in rows["copy_1g"]
     assert "tolerance 60%" in r.stdout
     assert re.search(r"non_kernel_work: 1 memcpy and 0 memset per iteration took 501\.[12]\d us", r.stdout)
     assert "launch_overhead" not in r.stdout

@@ -6,12 +6,15 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from nsightwrap.analysis.model import BenchmarkResult, RunResult, Verdict
+from nsightwrap.analysis.model import BenchmarkResult, RunResult
 from nsightwrap.export import gap_text as g
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export.escape import html as esc
 
 #: Bar colours: the timing longer than ncu, shorter, the residual, the whole gap.
+#: Waterfalls drawn at most (the worst flagged and unexplained benchmarks).
+MAX_WATERFALLS = 12
+
 COLORS = {"up": "#c44e52", "down": "#55a868", "residual": "#9a9a9a", "total": "#4c72b0"}
 
 
@@ -111,8 +114,8 @@ def _table(b: BenchmarkResult) -> str:
 
 
 def gap_html(result: RunResult) -> list[str]:
-    """``Where the gap comes from``: per flagged benchmark a waterfall and its table; the other
-    benchmarks' tables folded."""
+    """``Where the gap comes from``: per flagged or unexplained benchmark (the worst
+    ``MAX_WATERFALLS``) a waterfall and its table; the other benchmarks' tables folded."""
     with_gap = [b for b in result.benchmarks if b.gap is not None]
     if not with_gap:
         return []
@@ -121,18 +124,27 @@ def gap_html(result: RunResult) -> list[str]:
         "<p>timer - ncu (ncu at its own clocks), split into parts measured in this run; they add up, "
         "residual included. Parts in bold are ones the timing method can change.</p>",
     ]
-    for b in with_gap:
-        if b.verdict is Verdict.FLAGGED:
-            svg = waterfall_svg(b)
-            out.append(f"<h3>{esc(f.label(b))}</h3>")
-            if svg:
-                out.append(f"<div class='chart waterfall'>{svg}</div>")
-            out.append(_table(b))
-    rest = [b for b in with_gap if b.verdict is not Verdict.FLAGGED]
+    # A waterfall for the worst flagged and unexplained benchmarks (at most MAX_WATERFALLS: a
+    # chart costs ~60 ms), their tables open; every other benchmark's table folded.
+    look = [b for b in f.worst_first(with_gap) if b.verdict in f.TO_LOOK_AT]
+    drawn = look[:MAX_WATERFALLS]
+    if len(look) > len(drawn):
+        out.append(
+            f"<p>Waterfalls of the worst {len(drawn)} of {len(look):,} flagged or unexplained benchmarks; "
+            "the others' tables are folded below.</p>"
+        )
+    for b in drawn:
+        svg = waterfall_svg(b)
+        out.append(f"<h3>{esc(f.label(b))} ({esc(f.verdict_text(b.verdict))})</h3>")
+        if svg:
+            out.append(f"<div class='chart waterfall'>{svg}</div>")
+        out.append(_table(b))
+    shown = {id(b) for b in drawn}
+    rest = [b for b in f.by_verdict(with_gap) if id(b) not in shown]
     for b in rest:
         assert b.gap is not None
         out += [
-            f"<details><summary>{esc(f.label(b))}: {esc(g.compact(b.gap))}</summary>",
+            f"<details><summary>{esc(f.label(b))} ({esc(f.verdict_text(b.verdict))}): {esc(g.compact(b.gap))}</summary>",
             _table(b),
             "</details>",
         ]

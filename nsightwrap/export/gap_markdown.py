@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nsightwrap.analysis.model import BenchmarkResult, RunResult, Verdict
+from nsightwrap.analysis.model import BenchmarkResult, RunResult
 from nsightwrap.export import gap_text as g
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export.escape import html, md_cell
@@ -26,7 +26,7 @@ def _table(b: BenchmarkResult) -> list[str]:
     rows.append(
         f"| **total** | **{g.signed_us(gap.total_ns)}** | {g.share(gap.total_ns, gap)} | {md_cell(g.headline(gap))} | |"
     )
-    state = "flagged" if b.verdict is Verdict.FLAGGED else f.VERDICT_TEXT[b.verdict]
+    state = f.verdict_text(b.verdict)
     return [
         f"<details><summary>{html(f.label(b))} ({state}): {html(g.compact(gap))}</summary>",
         "",
@@ -44,7 +44,7 @@ def gap_markdown(result: RunResult) -> list[str]:
     with_gap = [b for b in result.benchmarks if b.gap is not None]
     if not with_gap:
         return []
-    ordered = sorted(with_gap, key=lambda b: b.verdict is not Verdict.FLAGGED)  # flagged first
+    ordered = f.by_verdict(with_gap)  # worst verdict first
     out = [
         "## Where the gap comes from",
         "",

@@ -26,7 +26,8 @@ td.name{text-align:left;font-family:ui-monospace,Menlo,monospace}
 td.kernel{text-align:left;max-width:560px;white-space:normal}
 td.kernel .full{display:block;font-family:ui-monospace,Menlo,monospace;font-size:12px;color:#555;overflow-wrap:anywhere}
 tr.flagrow td{background:#fdf0f0} tr.newiter td{border-top:2px solid #888}
-.flagged{color:#b00;font-weight:bold} .ok{color:#080} .other{color:#a60}
+.flagged{color:#b00;font-weight:bold} .unexplained{color:#a0a;font-weight:bold} .explained{color:#077}
+.ok{color:#080} .other{color:#a60} tr.unexplrow td{background:#fbf0fb}
 .cause{margin:0.3em 0 0.8em 1em;padding-left:0.8em;border-left:3px solid #d88}
 .ev{color:#555;font-size:13px;font-family:ui-monospace,monospace;margin:0.2em 0}
 .ev span{white-space:nowrap;margin-right:1.2em;display:inline-block}
@@ -37,7 +38,9 @@ table.kv th{background:none;text-align:left;font-weight:normal;color:#555} table
 
 # One colour per source, the same in every chart even when a source is missing.
 _COLORS = {"timer": "#4c72b0", "ncu raw": "#dd8452", "ncu @ref": "#c44e52", "nsys kernels": "#55a868", "nsys busy": "#8172b3"}
-_VERDICT_COLOR = {Verdict.OK: "#080", Verdict.FLAGGED: "#b00"}
+#: Bar charts drawn at most: one per benchmark up to this many, else the worst this many (a
+#: chart costs ~60 ms and ~17 KB; at 1,000 benchmarks the summary table carries the rest).
+MAX_CHARTS = 24
 
 
 def _svg(fig: object) -> str:
@@ -86,14 +89,34 @@ def _bar_chart(b: BenchmarkResult) -> str | None:
     ax.set_xlabel("us, median per iteration")
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title(
-        f"{f.label(b)}: {f.VERDICT_TEXT[b.verdict]}" + (f", ratio {f.ratio(b.ratio)}" if b.ratio is not None else ""),
+        f"{f.label(b)}: {f.verdict_text(b.verdict)}" + (f", ratio {f.ratio(b.ratio)}" if b.ratio is not None else ""),
         fontsize=9,
         loc="left",
-        color=_VERDICT_COLOR.get(b.verdict, "#a60"),
+        color=f.verdict_color(b.verdict),
     )
     svg = _svg(fig)
     plt.close(fig)  # type: ignore[attr-defined]
     return svg
+
+
+_ROW_CLASS = {Verdict.FLAGGED: "flagrow", Verdict.UNEXPLAINED: "unexplrow"}
+
+
+def _bar_charts(result: RunResult) -> list[str]:
+    """``Timings side by side``: a chart per benchmark, or for the worst ``MAX_CHARTS`` when
+    there are more, with a line saying how many were left out (the summary table has them all)."""
+    n = len(result.benchmarks)
+    chosen = list(result.benchmarks) if n <= MAX_CHARTS else f.worst_first(result.benchmarks)[:MAX_CHARTS]
+    charts = [c for b in chosen if (c := _bar_chart(b))]
+    if not charts:
+        return []
+    out = ["<h2>Timings side by side</h2>"]
+    if n > MAX_CHARTS:
+        out.append(
+            f"<p>Charts of the worst {len(chosen)} of {n:,} benchmarks (worst verdict first, then the ratio "
+            f"farthest from 1); the other {n - len(chosen):,} are in the summary table above.</p>"
+        )
+    return [*out, "<div class='charts'>", *(f"<div class='chart'>{c}</div>" for c in charts), "</div>"]
 
 
 def _clock_chart(result: RunResult) -> str | None:
@@ -131,8 +154,8 @@ def _kv_table(items: list[tuple[str, str]]) -> str:
 
 
 def _verdict(b: BenchmarkResult) -> str:
-    cls = {Verdict.OK: "ok", Verdict.FLAGGED: "flagged"}.get(b.verdict, "other")
-    return f'<span class="{cls}">{esc(f.VERDICT_TEXT[b.verdict])}</span>'
+    cls = f.verdict_class(b.verdict) if b.verdict in f.VERDICT_COLOR else "other"
+    return f'<span class="{cls}">{esc(f.verdict_text(b.verdict))}</span>'
 
 
 def _kernel_cell(k: KernelTiming) -> str:
@@ -178,13 +201,13 @@ def render_html(result: RunResult) -> str:
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>nsightwrap report: {esc(result.run_dir)}</title><style>{_CSS}</style></head><body>",
         "<h1>nsightwrap report</h1>",
-        f"<p>{esc(result.run_dir)}: {len(result.benchmarks)} benchmark(s), "
-        f"<b>{len(result.flagged)} flagged</b>; tolerance {s.tolerance:.0%}, reference clock "
+        f"<p>{esc(result.run_dir)}: <b>{esc(f.count_text(result.benchmarks))}</b>; tolerance {s.tolerance:.0%}, reference clock "
         f"<code>{esc(s.clock_ref)}</code>; ratio = timer / ncu at the reference clock.</p>",
     ]
     if not result.timer_found:
         parts.append("<p>No in-process timings were found: benchmarks come from the target's own NVTX ranges.</p>")
     gpu = shards.has_gpu_column(result)
+    ordered = f.by_verdict(result.benchmarks)  # worst verdict first
     rows = [
         [
             esc(f.label(b)),
@@ -193,18 +216,19 @@ def render_html(result: RunResult) -> str:
             _verdict(b),
             str(len(b.notes)) if b.notes else "",
         ]
-        for b in result.benchmarks
+        for b in ordered
     ]
     head = ["benchmark", *(["GPU"] if gpu else []), *f.SUMMARY_NUMBER_HEADERS, "verdict", "notes"]
-    row_class = ["flagrow" if b.verdict is Verdict.FLAGGED else "" for b in result.benchmarks]
+    row_class = [_ROW_CLASS.get(b.verdict, "") for b in ordered]
     parts += ["<h2>Summary</h2>", _table(head, rows, left=2 if gpu else 1, row_class=row_class)]
     if gpu:  # a merged run: shards, the GPU of each, the variance
         parts.append(shards.html_sections(result))
-    if result.flagged:
-        parts.append("<h2>Flagged benchmarks</h2>")
-        for b in result.flagged:
+    look = f.to_look_at(result)
+    if look:
+        parts.append(f"<h2>{esc(f.look_title(look))}</h2>")
+        for b in look:
             parts.append(
-                f"<h3>{esc(f.label(b))}</h3><p>ratio {f.ratio(b.ratio)} (at ncu's own clock {f.ratio(b.ratio_raw)}), "
+                f"<h3>{esc(f.label(b))}</h3><p>{_verdict(b)}: ratio {f.ratio(b.ratio)} (at ncu's own clock {f.ratio(b.ratio_raw)}), "
                 f"reference clock {f.clock_hz(b.ref_clock_hz)} ({esc(b.ref_clock_source)})</p>"
             )
             for cause in b.causes:
@@ -216,9 +240,7 @@ def render_html(result: RunResult) -> str:
     notes = [("run", n) for n in result.notes] + [(f.label(b), n) for b in result.benchmarks for n in b.notes]
     if notes:
         parts += ["<h2>Notes</h2><ul class='notes'>", *(f"<li><b>{esc(who)}</b>: {esc(n)}</li>" for who, n in notes), "</ul>"]
-    charts = [c for b in result.benchmarks if (c := _bar_chart(b))]
-    if charts:
-        parts += ["<h2>Timings side by side</h2><div class='charts'>", *(f"<div class='chart'>{c}</div>" for c in charts), "</div>"]
+    parts += _bar_charts(result)
     # One SM-clock chart: the energy section's timeline draws the clock too, when it is drawn.
     clock = None if has_timeline(result) else _clock_chart(result)
     if clock:

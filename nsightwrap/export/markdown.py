@@ -33,13 +33,13 @@ def _num(v: float | None, fmt: str) -> str:
 def _summary(result: RunResult) -> list[str]:
     rows = []
     gpu = shards.has_gpu_column(result)  # a merged run: the GPU (UUID) each benchmark ran on
-    for b in result.benchmarks:
+    for b in f.by_verdict(result.benchmarks):  # worst verdict first
         rows.append(
             [
                 md_cell(f.label(b)),
                 *([md_cell(shards.gpu_tag(b, full=True))] if gpu else []),
                 *f.summary_numbers(b),
-                f"**{f.VERDICT_TEXT[b.verdict]}**" if b.causes else f.VERDICT_TEXT[b.verdict],
+                f"**{f.verdict_text(b.verdict)}**" if b.causes else f.verdict_text(b.verdict),
             ]
         )
     header = ["benchmark", *(["GPU"] if gpu else []), *f.SUMMARY_NUMBER_HEADERS, "verdict"]
@@ -47,7 +47,7 @@ def _summary(result: RunResult) -> list[str]:
 
 
 def _flagged(b: BenchmarkResult) -> list[str]:
-    out = [f"### {md_cell(f.label(b))}", "", f"ratio {f.ratio(b.ratio)} (at ncu's own clock {f.ratio(b.ratio_raw)}), "
+    out = [f"### {md_cell(f.label(b))}", "", f"**{f.verdict_text(b.verdict)}**: ratio {f.ratio(b.ratio)} (at ncu's own clock {f.ratio(b.ratio_raw)}), "
            f"reference clock {f.clock_hz(b.ref_clock_hz)} ({md_cell(b.ref_clock_source)})", ""]  # fmt: skip
     for c in b.causes:
         ev = ", ".join(md_cell(f.evidence_item(k, v)) for k, v in c.evidence.items() if v is not None)
@@ -114,16 +114,14 @@ def render_markdown(result: RunResult, limit: int | None = GITHUB_LIMIT) -> str:
 def _compact(result: RunResult, k: int, d: int) -> str:
     from dataclasses import replace
 
-    from nsightwrap.export.terminal import count_line, worst_first
-
     n = len(result.benchmarks)
-    worst = worst_first(result.benchmarks)
+    worst = f.worst_first(result.benchmarks)
     shown = worst[:k]
     detailed = [b for b in worst[:d] if b.causes]
     out = [
         "# nsightwrap report",
         "",
-        md_cell(count_line(result).plain) + ".",
+        md_cell(f.count_text(result.benchmarks)) + ".",
         "",
         f"> Cut to fit GitHub's {GITHUB_LIMIT:,}-character limit: the summary shows the worst {len(shown)} of "
         f"{n} benchmarks ({n - len(shown)} left out), the causes of {len(detailed)}; per-kernel details, notes, "
@@ -146,11 +144,11 @@ def _compact(result: RunResult, k: int, d: int) -> str:
 def render_full_markdown(result: RunResult) -> str:
     """The whole report as GitHub-flavoured Markdown."""
     s = result.settings
-    n_flag = len(result.flagged)
+    look = f.to_look_at(result)
     out = [
         "# nsightwrap report",
         "",
-        f"{len(result.benchmarks)} benchmark(s), **{n_flag} flagged**; tolerance {s.tolerance:.0%}, "
+        f"{md_cell(f.count_text(result.benchmarks))}; tolerance {s.tolerance:.0%}, "
         f"reference clock `{md_cell(s.clock_ref)}`; ratio = timer / ncu at the reference clock.",
         "",
     ]
@@ -158,9 +156,9 @@ def render_full_markdown(result: RunResult) -> str:
         out += ["No in-process timings were found: benchmarks come from the target's own NVTX ranges.", ""]
     out += ["## Summary", "", *_summary(result), ""]
     out += shards.markdown_sections(result)
-    if n_flag:
-        out += ["## Flagged benchmarks", ""]
-        for b in result.flagged:
+    if look:
+        out += [f"## {f.look_title(look)}", ""]
+        for b in look:
             out += _flagged(b)
     # Notes come before the long tables: they hold findings that are not flags (overlap, DRAM-bound).
     notes = [f"run: {md_cell(n)}" for n in result.notes]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from nsightwrap.analysis.model import BenchmarkResult, RunResult, Verdict
 from nsightwrap.export.escape import terminal_safe
@@ -78,13 +79,121 @@ def label(b: BenchmarkResult) -> str:
     return terminal_safe(f"{b.name}[{','.join(f'{k}={v}' for k, v in b.params.items())}]")
 
 
+# ------------------------------------------------------------------ the verdict vocabulary
+# One place for the words, the order and the colours of a reconcile verdict: every format
+# (terminal, Markdown, HTML, JSON summary, compare) reads them from here.
+
+#: The word every format shows for a verdict.
 VERDICT_TEXT = {
     Verdict.OK: "ok",
-    Verdict.FLAGGED: "FLAGGED",
+    Verdict.EXPLAINED: "explained",
+    Verdict.FLAGGED: "flagged",
+    Verdict.UNEXPLAINED: "unexplained",
     Verdict.NO_TIMER: "no timer",
     Verdict.NO_NCU: "no ncu",
     Verdict.NO_DATA: "no data",
 }
+
+#: Worst first: what a reader must act on (a wrong timing, a gap nothing explains) before what
+#: agrees, then the benchmarks that could not be checked.
+VERDICT_ORDER = (
+    Verdict.FLAGGED,
+    Verdict.UNEXPLAINED,
+    Verdict.EXPLAINED,
+    Verdict.OK,
+    Verdict.NO_DATA,
+    Verdict.NO_TIMER,
+    Verdict.NO_NCU,
+)
+_RANK = {v: i for i, v in enumerate(VERDICT_ORDER)}
+
+#: rich styles of the terminal formats.
+VERDICT_STYLE = {
+    Verdict.OK: "green",
+    Verdict.EXPLAINED: "cyan",
+    Verdict.FLAGGED: "bold red",
+    Verdict.UNEXPLAINED: "bold magenta",
+}
+OTHER_STYLE = "yellow"
+
+#: Colours of the HTML report and its charts (CSS class = the verdict's word, spaces as "-").
+VERDICT_COLOR = {
+    Verdict.OK: "#080",
+    Verdict.EXPLAINED: "#077",
+    Verdict.FLAGGED: "#b00",
+    Verdict.UNEXPLAINED: "#a0a",
+}
+OTHER_COLOR = "#a60"
+
+#: Verdicts a reader must look at: their causes are listed in every format.
+TO_LOOK_AT = (Verdict.FLAGGED, Verdict.UNEXPLAINED)
+
+
+def verdict_text(v: Verdict) -> str:
+    """The word of a verdict (``ok``, ``explained``, ``flagged``, ``unexplained``, ``no timer``, ...)."""
+    return VERDICT_TEXT.get(v, str(getattr(v, "value", v)).replace("_", " "))
+
+
+def verdict_style(v: Verdict) -> str:
+    """The rich style of a verdict's word."""
+    return VERDICT_STYLE.get(v, OTHER_STYLE)
+
+
+def verdict_color(v: Verdict) -> str:
+    """The HTML colour of a verdict."""
+    return VERDICT_COLOR.get(v, OTHER_COLOR)
+
+
+def verdict_class(v: Verdict) -> str:
+    """The HTML class of a verdict: its word, ``-`` for spaces (``no-timer``)."""
+    return verdict_text(v).replace(" ", "-")
+
+
+def verdict_rank(v: Verdict) -> int:
+    """0 for the worst verdict (flagged); larger is better, unchecked ones last."""
+    return _RANK.get(v, len(VERDICT_ORDER))
+
+
+def verdict_counts(benchmarks: Sequence[BenchmarkResult]) -> dict[Verdict, int]:
+    """Benchmarks per verdict, in ``Verdict``'s order, verdicts no benchmark has left out."""
+    counts = dict.fromkeys(Verdict, 0)
+    for b in benchmarks:
+        counts[b.verdict] = counts.get(b.verdict, 0) + 1
+    return {v: n for v, n in counts.items() if n}
+
+
+def count_text(benchmarks: Sequence[BenchmarkResult]) -> str:
+    """``12 benchmarks: 7 ok, 3 explained, 1 flagged, 1 unexplained``."""
+    n = len(benchmarks)
+    parts = ", ".join(f"{k} {verdict_text(v)}" for v, k in verdict_counts(benchmarks).items())
+    return f"{n} benchmark{'' if n == 1 else 's'}" + (f": {parts}" if parts else "")
+
+
+def by_verdict(benchmarks: Sequence[BenchmarkResult]) -> list[BenchmarkResult]:
+    """Benchmarks worst verdict first (``VERDICT_ORDER``), the run's order kept within a verdict."""
+    return sorted(benchmarks, key=lambda b: verdict_rank(b.verdict))
+
+
+def worst_first(benchmarks: Sequence[BenchmarkResult]) -> list[BenchmarkResult]:
+    """Benchmarks worst verdict first, then by how far the ratio is from 1: the ones to show
+    when not all of them fit."""
+
+    def key(b: BenchmarkResult) -> tuple[int, float]:
+        off = abs(math.log(b.ratio)) if b.ratio and b.ratio > 0 and math.isfinite(b.ratio) else 0.0
+        return verdict_rank(b.verdict), -off
+
+    return sorted(benchmarks, key=key)
+
+
+def to_look_at(result: RunResult) -> list[BenchmarkResult]:
+    """The flagged and unexplained benchmarks, worst first: the ones whose causes are listed."""
+    return by_verdict([b for b in result.benchmarks if b.verdict in TO_LOOK_AT])
+
+
+def look_title(look: Sequence[BenchmarkResult]) -> str:
+    """``Flagged benchmarks``, ``Unexplained benchmarks`` or ``Flagged and unexplained benchmarks``."""
+    words = [verdict_text(v) for v in TO_LOOK_AT if any(b.verdict is v for b in look)]
+    return " and ".join(words).capitalize() + " benchmarks"
 
 
 def environment_items(result: RunResult) -> list[tuple[str, str]]:

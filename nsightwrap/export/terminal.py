@@ -1,4 +1,5 @@
-"""Terminal report (rich): one row per benchmark, then the flagged ones with their causes.
+"""Terminal report (rich): a count line, one row per benchmark (worst first), then the flagged and
+unexplained ones with their causes.
 
 The summary table fits the console: a number never wraps inside itself. When the full table
 (units in every cell) is too wide, units move to the caption, and then the columns that matter
@@ -16,14 +17,12 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from nsightwrap.analysis.model import BenchmarkResult, RunResult, Verdict
+from nsightwrap.analysis.model import BenchmarkResult, RunResult
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export import shards
 from nsightwrap.export.gap_terminal import print_gap_line
 from nsightwrap.export.power_terminal import print_power
 from nsightwrap.export.roofline_terminal import print_roofline
-
-_STYLE = {Verdict.OK: "green", Verdict.FLAGGED: "bold red"}
 
 #: Columns left out, first to last, while the table is wider than the console. ncu's raw time
 #: and clock only explain the normalization (the flagged section repeats the raw ratio).
@@ -66,7 +65,7 @@ def _cell(col: _Column, b: BenchmarkResult, compact: bool) -> str:
 def _layout(result: RunResult, width: int | None) -> tuple[bool, tuple[_Column, ...]]:
     """Whether units go to the caption, and which numeric columns fit in ``width``."""
     names = [f.label(b) for b in result.benchmarks]
-    verdicts = [f.VERDICT_TEXT[b.verdict] for b in result.benchmarks]
+    verdicts = [f.verdict_text(b.verdict) for b in result.benchmarks]
     # The name column may fold, but not below the longest word-free stretch a reader needs.
     name_w = min(max([len("benchmark"), *map(len, names)]), 24)
     verdict_w = max([len("verdict"), *map(len, verdicts)])
@@ -92,27 +91,9 @@ def _layout(result: RunResult, width: int | None) -> tuple[bool, tuple[_Column, 
 #: Rows the terminal table shows at most; a 1,000-benchmark run opens with its worst, not all.
 MAX_ROWS = 50
 
-# Worst first: what a reader must act on before what agrees.
-_RANK = {"flagged": 0, "unexplained": 0, "no_data": 1, "no_timer": 2, "no_ncu": 2, "explained": 3, "ok": 4}
-
-
-def worst_first(benchmarks: tuple[BenchmarkResult, ...]) -> list[BenchmarkResult]:
-    """Benchmarks ordered worst verdict first, then by how far the ratio is from 1; stable."""
-
-    def key(b: BenchmarkResult) -> tuple[int, float]:
-        off = abs(math.log(b.ratio)) if b.ratio and b.ratio > 0 else 0.0
-        return _RANK.get(str(b.verdict.value), 1), -off
-
-    return sorted(benchmarks, key=key)
-
-
 def count_line(result: RunResult) -> Text:
-    """``N benchmarks: a ok, b flagged, ...``: the first line of the terminal report."""
-    counts: dict[str, int] = {}
-    for b in result.benchmarks:
-        counts[str(b.verdict.value)] = counts.get(str(b.verdict.value), 0) + 1
-    parts = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: _RANK.get(kv[0], 1)))
-    return Text(f"{len(result.benchmarks)} benchmarks" + (f": {parts}" if parts else ""), style="bold")
+    """``N benchmarks: a ok, b explained, ...``: the first line of the terminal report."""
+    return Text(f.count_text(result.benchmarks), style="bold")
 
 
 def summary_table(result: RunResult, width: int | None = None, max_rows: int | None = None) -> Table:
@@ -128,9 +109,9 @@ def summary_table(result: RunResult, width: int | None = None, max_rows: int | N
     left_out = [c.name for c in _NUMERIC if c not in cols]
     if left_out:
         caption.append(f"not shown at this width: {', '.join(left_out)} (see --format md)")
-    rows: list[BenchmarkResult] | tuple[BenchmarkResult, ...] = result.benchmarks
+    rows = f.by_verdict(result.benchmarks)  # worst verdict first
     if max_rows is not None and len(rows) > max_rows:
-        rows = worst_first(result.benchmarks)[:max_rows]
+        rows = f.worst_first(result.benchmarks)[:max_rows]
         caption.append(
             f"the worst {max_rows} of {len(result.benchmarks)} benchmarks shown; "
             f"{len(result.benchmarks) - max_rows} left out (all of them: --format md, json or html)"
@@ -150,12 +131,11 @@ def summary_table(result: RunResult, width: int | None = None, max_rows: int | N
         t.add_column(c.compact if compact else c.name, justify="right", no_wrap=True)
     t.add_column("verdict", no_wrap=True)
     for b in rows:
-        style = _STYLE.get(b.verdict, "yellow")
         t.add_row(
             Text(f.label(b)),  # Text, never markup: names hold "[" and "]"
             *([Text(shards.gpu_tag(b))] if gpu else []),
             *(_cell(c, b, compact) for c in cols),
-            Text(f.VERDICT_TEXT[b.verdict], style=style),
+            Text(f.verdict_text(b.verdict), style=f.verdict_style(b.verdict)),
         )
     return t
 
@@ -183,7 +163,8 @@ def _labelled(label: Text | str, text: Text, indent: int) -> Padding:
 
 
 def print_report(result: RunResult, console: Console) -> None:
-    """Print the summary table, the causes of every flagged benchmark, and the notes."""
+    """Print the count line, the summary table (worst first), the causes of every flagged and
+    unexplained benchmark, and the notes."""
     console.print(count_line(result))
     console.print(summary_table(result, console.width, MAX_ROWS))
     s = result.settings
@@ -192,9 +173,9 @@ def print_report(result: RunResult, console: Console) -> None:
         style="dim",
     )
     shards.print_shards(result, console)
-    for b in result.flagged:
+    for b in f.to_look_at(result):
         console.print()
-        console.print(Text.assemble((f.label(b), "bold red"), f": ratio {f.ratio(b.ratio)} (raw {f.ratio(b.ratio_raw)})"))
+        console.print(Text.assemble((f.label(b), f.verdict_style(b.verdict)), f" ({f.verdict_text(b.verdict)})", f": ratio {f.ratio(b.ratio)} (raw {f.ratio(b.ratio_raw)})"))
         print_gap_line(b, console)
         for c in b.causes:
             console.print(_labelled(Text(f"{c.code.value}:", style="bold"), Text(c.message), 2))
