@@ -85,6 +85,9 @@ class Samples:
     clock_hz: float | None = None
     #: Energy per call (J) of each block of the timer's energy window, or None (compare.energy).
     energy_j: tuple[float, ...] | None = None
+    #: The side's own reconcile verdict of this benchmark (a report's ``verdict``: ``ok``,
+    #: ``explained``, ...), where the input carries one; shown beside the compare verdict.
+    reconcile: str | None = None
 
     @property
     def key(self) -> str:
@@ -179,6 +182,9 @@ class Comparison:
     removed: tuple[str, ...] = field(default=())
     #: Energy per call verdicts (``compare.energy.EnergyVerdict``), where both sides have energy.
     energy: tuple[Any, ...] = field(default=())
+    #: Per matched benchmark key, each side's reconcile verdict (baseline, current), where
+    #: either side carries one (report JSON and run directories do; sidecars do not).
+    reconcile: Mapping[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     @property
     def slower(self) -> tuple[BenchVerdict, ...]:
@@ -415,4 +421,5 @@ def compare(
         added=tuple(k for k in c if k not in b),
         removed=tuple(k for k in b if k not in c),
         energy=energy_verdicts(baseline, current, settings),
+        reconcile={k: (b[k].reconcile, c[k].reconcile) for k in b if k in c and (b[k].reconcile or c[k].reconcile)},
     )

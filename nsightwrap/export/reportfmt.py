@@ -1,11 +1,19 @@
-"""Number formatting shared by the report exporters (text only: no computing)."""
+"""Words and numbers of the run report shared by every format (text only: no computing): times,
+clocks, ratios, the verdict vocabulary, the environment rows and a merged run's shard words."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
-from nsightwrap.analysis.model import BenchmarkResult, RunResult, Verdict
+from nsightwrap.analysis.model import (
+    BenchmarkResult,
+    GpuSpread,
+    GpuVariance,
+    RunResult,
+    ShardSummary,
+    Verdict,
+)
 from nsightwrap.export.escape import terminal_safe
 
 
@@ -231,3 +239,71 @@ def summary_numbers(b: BenchmarkResult) -> list[str]:
         clock_hz(b.ncu.sm_clock_hz if b.ncu else None),
         ratio(b.ratio),
     ]
+
+
+# ------------------------------------------------------------------ a merged run's shards
+
+#: Rows of the spread table shown in the terminal and in Markdown (the widest spreads first);
+#: the report JSON has every benchmark.
+TOP_SPREADS = 15
+
+
+def has_gpu_column(result: RunResult) -> bool:
+    """Whether the summary names the GPU of each benchmark (a merged run)."""
+    return any(b.gpu_uuid or b.shard is not None for b in result.benchmarks)
+
+
+def gpu_tag(b: BenchmarkResult, *, full: bool = False) -> str:
+    """The GPU a benchmark ran on: its UUID (short: ``GPU-…8e23aaed``, its last 8 digits, which
+    tell the GPUs of one box apart), else its shard."""
+    if b.gpu_uuid:
+        return b.gpu_uuid if full else short_uuid(b.gpu_uuid)
+    return f"shard {b.shard}" if b.shard is not None else "-"
+
+
+def short_uuid(uuid: str) -> str:
+    """``GPU-5c1c2662-50ec-2ab1-aa09-64c88e23aaed`` -> ``GPU-…8e23aaed``."""
+    return f"{uuid[:4]}…{uuid[-8:]}" if len(uuid) > 16 else uuid
+
+
+def percent(v: float | None) -> str:
+    """``12.3%``; ``-`` when unknown."""
+    return "-" if v is None or not math.isfinite(v) else f"{v:.1%}"
+
+
+def _unit_num(v: float | None, fmt: str, unit: str) -> str:
+    return "-" if v is None or not math.isfinite(v) else f"{v:{fmt}} {unit}"
+
+
+def shard_cells(s: ShardSummary) -> list[str]:
+    """The cells of one shard's row, in ``SHARD_HEADERS`` order."""
+    return [
+        str(s.index), s.status, s.gpu_uuid or "-", s.host or "-", str(s.benchmarks), clock_hz(s.sm_clock_hz),
+        _unit_num(s.temperature_c, ".0f", "C"), _unit_num(s.power_limit_w, ".0f", "W"), _unit_num(s.wall_s, ".1f", "s"),
+    ]  # fmt: skip
+
+
+SHARD_HEADERS = ["shard", "status", "GPU", "host", "benchmarks", "SM clock", "max temp", "power limit", "wall"]
+
+
+def spread_rows(v: GpuVariance, limit: int | None) -> list[GpuSpread]:
+    """The variance rows, widest spread first (the first ``limit``; all when None)."""
+    rows = sorted(v.spreads, key=lambda s: -(s.spread or 0.0))
+    return rows if limit is None else rows[:limit]
+
+
+def variance_line(v: GpuVariance) -> str:
+    """One line on the GPU-to-GPU spread of a replicated run."""
+    return (
+        f"{len(v.spreads)} benchmark(s) on {len(v.gpus)} GPUs ({v.metric} medians): spread median "
+        f"{percent(v.median_spread)}, largest {percent(v.max_spread)}; spread = (slowest - fastest) / median"
+    )
+
+
+def slow_lines(v: GpuVariance) -> list[str]:
+    """The GPUs found slower, or one line saying none is."""
+    if v.slow:
+        return [s.message for s in v.slow]
+    tail = f" ({v.note})" if v.note else ""
+    return [f"no GPU is consistently slower (sign test at alpha {v.alpha:g}, at least {v.threshold:.0%} slower){tail}"]
+
