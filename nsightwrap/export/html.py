@@ -62,16 +62,16 @@ MAX_WATERFALLS = 12
 _ROW_CLASS = {Verdict.FLAGGED: "flagrow", Verdict.UNEXPLAINED: "unexplrow"}
 
 
-def _bar_charts(result: RunResult) -> list[str]:
+def _bar_charts(result: RunResult, max_charts: int) -> list[str]:
     """``Timings side by side``: a chart per benchmark, or for the worst ``MAX_CHARTS`` when
     there are more, with a line saying how many were left out (the summary table has them all)."""
     n = len(result.benchmarks)
-    chosen = list(result.benchmarks) if n <= MAX_CHARTS else f.worst_first(result.benchmarks)[:MAX_CHARTS]
+    chosen = list(result.benchmarks) if n <= max_charts else f.worst_first(result.benchmarks)[:max_charts]
     svgs = [c for b in chosen if (c := charts.bar_chart(b))]
     if not svgs:
         return []
     out = ["<h2>Timings side by side</h2>"]
-    if n > MAX_CHARTS:
+    if n > max_charts:
         out.append(
             f"<p>Charts of the worst {len(chosen)} of {n:,} benchmarks (worst verdict first, then the ratio "
             f"farthest from 1); the other {n - len(chosen):,} are in the summary table above.</p>"
@@ -140,8 +140,9 @@ def _kernel_table(b: BenchmarkResult) -> str:
 
 
 @exporter("report", "html")
-def render_html(result: RunResult) -> str:
-    """The whole report as one HTML document (inline CSS and SVG)."""
+def render_html(result: RunResult, *, max_charts: int = MAX_CHARTS, max_waterfalls: int = MAX_WATERFALLS) -> str:
+    """The whole report as one HTML document (inline CSS and SVG); at most ``max_charts`` bar
+    charts and ``max_waterfalls`` waterfalls, for the worst benchmarks."""
     s = result.settings
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -186,12 +187,12 @@ def render_html(result: RunResult) -> str:
     notes = [("run", n) for n in result.notes] + [(f.label(b), n) for b in result.benchmarks for n in b.notes]
     if notes:
         parts += ["<h2>Notes</h2><ul class='notes'>", *(f"<li><b>{esc(who)}</b>: {esc(n)}</li>" for who, n in notes), "</ul>"]
-    parts += _bar_charts(result)
+    parts += _bar_charts(result, max_charts)
     # One SM-clock chart: the energy section's timeline draws the clock too, when it is drawn.
     clock = None if charts.has_timeline(result) else charts.clock_chart(result)
     if clock:
         parts += ["<h2>SM clock, plain pass</h2>", f"<div class='chart'>{clock}</div>"]
-    parts += gap_html(result)
+    parts += gap_html(result, max_waterfalls)
     parts += roofline_html(result)
     parts += power_html(result)
     parts += ["<h2>Environment</h2>", _kv_table(f.environment_items(result))]
@@ -248,9 +249,9 @@ def _gap_table(b: BenchmarkResult) -> str:
     return f"<div class='scroll'><table><thead>{head}</thead><tbody>{''.join(body)}</tbody></table></div>"
 
 
-def gap_html(result: RunResult) -> list[str]:
+def gap_html(result: RunResult, max_waterfalls: int = MAX_WATERFALLS) -> list[str]:
     """``Where the gap comes from``: per flagged or unexplained benchmark (the worst
-    ``MAX_WATERFALLS``) a waterfall and its table; the other benchmarks' tables folded."""
+    ``max_waterfalls``) a waterfall and its table; the other benchmarks' tables folded."""
     with_gap = [b for b in result.benchmarks if b.gap is not None]
     if not with_gap:
         return []
@@ -262,7 +263,7 @@ def gap_html(result: RunResult) -> list[str]:
     # A waterfall for the worst flagged and unexplained benchmarks (at most MAX_WATERFALLS: a
     # chart costs ~60 ms), their tables open; every other benchmark's table folded.
     look = [b for b in f.worst_first(with_gap) if b.verdict in f.TO_LOOK_AT]
-    drawn = look[:MAX_WATERFALLS]
+    drawn = look[:max_waterfalls]
     if len(look) > len(drawn):
         out.append(
             f"<p>Waterfalls of the worst {len(drawn)} of {len(look):,} flagged or unexplained benchmarks; "
