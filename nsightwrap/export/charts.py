@@ -20,6 +20,8 @@ from nsightwrap.export import reportfmt as f
 BAR_COLORS = {"timer": "#4c72b0", "ncu raw": "#dd8452", "ncu @ref": "#c44e52", "nsys kernels": "#55a868", "nsys busy": "#8172b3"}
 #: Waterfall bars: the timing longer than ncu, shorter, the residual, the whole gap.
 WATERFALL_COLORS = {"up": "#c44e52", "down": "#55a868", "residual": "#9a9a9a", "total": "#4c72b0"}
+#: Benchmarks named above the energy timeline at most (their spans are shaded all the same).
+LABELLED_SPANS = 24
 _SHADES = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 
 
@@ -167,8 +169,9 @@ def timeline_svg(result: RunResult) -> str | None:
         assert p is not None and p.t_start_s is not None and p.t_end_s is not None
         for ax in axes:
             ax.axvspan(p.t_start_s, p.t_end_s, color=_SHADES[i % len(_SHADES)], alpha=0.12, lw=0)
-        axes[0].text(p.t_start_s, 1.02, pf.row(b)[0], transform=axes[0].get_xaxis_transform(), fontsize=7,
-                     rotation=30, va="bottom", ha="left")  # fmt: skip
+        if len(spans) <= LABELLED_SPANS:  # beyond, names would pile up (and cost a text each)
+            axes[0].text(p.t_start_s, 1.02, pf.row(b)[0], transform=axes[0].get_xaxis_transform(), fontsize=7,
+                         rotation=30, va="bottom", ha="left")  # fmt: skip
     # The caption promises shading only where some was drawn.
     shaded = "; shaded: each benchmark's timed samples and energy window" if spans else ""
     axes[-1].set_xlabel(f"seconds into the plain pass (nvidia-smi samples{shaded})")

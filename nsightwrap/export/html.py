@@ -3,14 +3,16 @@ font or style fetched): the run report, a device file, and the report's sections
 shards). Charts are ``charts``'s (matplotlib); every name goes through ``escape.html``.
 
 At scale the report stays small and fast: one chart per benchmark up to ``MAX_CHARTS``, else the
-worst that many, and waterfalls for the worst flagged and unexplained ones (``MAX_WATERFALLS``);
-the summary table holds every benchmark and the text says what was left out.
+worst that many (the roofline section too), and waterfalls for the worst flagged and unexplained
+ones (``MAX_WATERFALLS``); the summary table holds every benchmark and the text says what was
+left out.
 """
 
 from __future__ import annotations
 
 import math
 import shlex
+from dataclasses import replace
 
 from nsightwrap.analysis.model import BenchmarkResult, KernelTiming, RunResult, Verdict
 from nsightwrap.device.result import GROUPS, DeviceFile
@@ -56,7 +58,7 @@ MAX_CHARTS = 24
 
 #: Waterfalls drawn at most (the worst flagged and unexplained benchmarks).
 
-MAX_WATERFALLS = 12
+MAX_WATERFALLS = 8
 
 
 _ROW_CLASS = {Verdict.FLAGGED: "flagrow", Verdict.UNEXPLAINED: "unexplrow"}
@@ -77,6 +79,21 @@ def _bar_charts(result: RunResult, max_charts: int) -> list[str]:
             f"farthest from 1); the other {n - len(chosen):,} are in the summary table above.</p>"
         )
     return [*out, "<div class='charts'>", *(f"<div class='chart'>{c}</div>" for c in svgs), "</div>"]
+
+
+def _roofline(result: RunResult, max_charts: int) -> list[str]:
+    """The roofline section; beyond ``max_charts`` benchmarks, of the worst that many only (the
+    chart draws a point and a legend entry per benchmark and kernel), saying so."""
+    n = len(result.benchmarks)
+    if result.roofs is None or n <= max_charts:
+        return roofline_html(result)
+    worst = f.worst_first(result.benchmarks)[:max_charts]
+    parts = roofline_html(replace(result, benchmarks=tuple(worst)))
+    note = (
+        f"<p>The roofline of the worst {len(worst)} of {n:,} benchmarks (chart and table); every benchmark's "
+        "is in <code>nsightwrap report RUN -f md --full</code> and <code>-f json</code>.</p>"
+    )
+    return parts[:1] + [note] + parts[1:]
 
 
 def _table(head: list[str], rows: list[list[str]], left: int = 1, row_class: list[str] | None = None) -> str:
@@ -193,7 +210,7 @@ def render_html(result: RunResult, *, max_charts: int = MAX_CHARTS, max_waterfal
     if clock:
         parts += ["<h2>SM clock, plain pass</h2>", f"<div class='chart'>{clock}</div>"]
     parts += gap_html(result, max_waterfalls)
-    parts += roofline_html(result)
+    parts += _roofline(result, max_charts)
     parts += power_html(result)
     parts += ["<h2>Environment</h2>", _kv_table(f.environment_items(result))]
     if result.environment.command:
@@ -415,5 +432,5 @@ def _shards(result: RunResult) -> str:
 
 
 @exporter("roofline", "html")
-def _roofline(result: RunResult) -> str:
+def _roofline_section(result: RunResult) -> str:
     return "\n".join(roofline_html(result))
