@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 
 from nsightwrap.analysis.gpu_variance import sign_test_p
-from nsightwrap.compare.verdicts import bootstrap_median_ratio
+from nsightwrap.compare.stats import bootstrap_median_ratio
 from nsightwrap.core.contract import capture_boot_dir
 
 TARGET = 0.01  # the layer may move the user's medians by under 1%

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from nsightwrap.compare.sides import load_side
-from nsightwrap.compare.verdicts import PRESETS, Comparison, Side, Verdict, compare
+from nsightwrap.compare.stats import PRESETS, Verdict
+from nsightwrap.compare.verdicts import Comparison, Side, compare
 from nsightwrap.core.contract import ENV_PASS, ENV_RUN_DIR, PASS_PLAIN
 
 HERE = Path(__file__).resolve().parent

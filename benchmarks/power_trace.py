@@ -21,7 +21,8 @@ import torch
 
 from nsightwrap.timer.energy import window_stats
 from nsightwrap.timer.gpu import gpu_state
-from nsightwrap.timer.nvml import NvmlSampler, counter_resolution, energy_between
+from nsightwrap.timer.nvml import NvmlSampler
+from nsightwrap.timer.traces import counter_resolution, energy_between
 
 
 def _cost_us(fn, n: int = 200) -> float:

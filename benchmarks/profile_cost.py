@@ -60,17 +60,22 @@ def _clean_env() -> dict[str, str]:
     return {k: "" for k in os.environ if k.startswith("NSIGHTWRAP_")}
 
 
-def measure(target: list[str], work: Path, *, profile_args: list[str], timeout: float | None,
-            ncu: str, nsys: str) -> dict[str, Any]:  # fmt: skip
-    work.mkdir(parents=True, exist_ok=True)
-    argv = target_argv(target)
-    rows: dict[str, Any] = {}
-    rows["plain"] = _timed(argv, _clean_env(), work / "plain.log", timeout)
+def _verdicts(run_dir: Path, timeout: float | None) -> dict[str, str] | None:
+    """{benchmark: verdict} of a run directory, from its JSON report; None when it cannot be read."""
+    try:
+        cp = subprocess.run([sys.executable, "-m", "nsightwrap", "report", str(run_dir), "--format", "json"],
+                            capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+        doc = json.loads(cp.stdout)
+    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError):
+        return None
+    return {str(b["name"]): str(b["verdict"]) for b in doc.get("benchmarks", [])}
 
-    run_dir = work / "profile-run"
+
+def _profile(name: str, target: list[str], work: Path, args: list[str], timeout: float | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    run_dir = work / name
     shutil.rmtree(run_dir, ignore_errors=True)
-    prof_argv = [sys.executable, "-m", "nsightwrap", "profile", "-o", str(run_dir), *profile_args, *target]
-    rows["nsightwrap profile"] = _timed(prof_argv, {"PYTHONPATH": str(REPO)}, work / "profile.log", timeout)
+    prof_argv = [sys.executable, "-m", "nsightwrap", "profile", "-o", str(run_dir), *args, *target]
+    row = _timed(prof_argv, {"PYTHONPATH": str(REPO)}, work / f"{name}.log", timeout)
     passes: list[dict[str, Any]] = []
     manifest: dict[str, Any] = {}
     mpath = run_dir / "manifest.json"
@@ -80,12 +85,36 @@ def measure(target: list[str], work: Path, *, profile_args: list[str], timeout: 
             wall = sum(float(c.get("wall_s") or 0) for c in p.get("commands", []))
             passes.append({"name": p["name"], "status": p["status"], "wall_s": round(wall, 3),
                            "kernels_profiled": p.get("kernels_profiled"), "message": p.get("message")})  # fmt: skip
-    pass_sum = sum(p["wall_s"] for p in passes)
-    rows["nsightwrap profile"]["passes"] = passes
-    rows["nsightwrap profile"]["outside_passes_s"] = round(rows["nsightwrap profile"]["wall_s"] - pass_sum, 3)
-    rows["nsightwrap profile"]["plan"] = manifest.get("plan")
+    row["passes"] = passes
+    row["outside_passes_s"] = round(row["wall_s"] - sum(p["wall_s"] for p in passes), 3)
+    row["plan"] = manifest.get("plan")
+    row["run_dir"] = str(run_dir)
+    return row, manifest
 
+
+def measure(target: list[str], work: Path, *, profile_args: list[str], timeout: float | None,
+            ncu: str, nsys: str, baseline_args: list[str] | None = None, by_hand: bool = True) -> dict[str, Any]:  # fmt: skip
+    work.mkdir(parents=True, exist_ok=True)
+    argv = target_argv(target)
+    rows: dict[str, Any] = {}
+    rows["plain"] = _timed(argv, _clean_env(), work / "plain.log", timeout)
+
+    rows["nsightwrap profile"], manifest = _profile("profile-run", target, work, profile_args, timeout)
+    passes = rows["nsightwrap profile"]["passes"]
+    verdicts: dict[str, Any] = {}
+    if baseline_args is not None:
+        # The same script profiled with other options (e.g. every kernel instance: --ncu-kernel-cap 0):
+        # what the defaults save, and whether they lose a benchmark or change a verdict.
+        rows["nsightwrap profile (baseline: " + shlex.join(baseline_args) + ")"], _ = _profile(
+            "profile-baseline", target, work, baseline_args, timeout
+        )
+        got, base = _verdicts(work / "profile-run", timeout), _verdicts(work / "profile-baseline", timeout)
+        verdicts = {"defaults": got, "baseline": base,
+                    "same": got is not None and got == base,
+                    "differ": sorted(k for k in set(got or {}) | set(base or {}) if (got or {}).get(k) != (base or {}).get(k))}  # fmt: skip
     iters = str(manifest.get("settings", {}).get("ncu_iters") or 3)
+    if not by_hand:
+        return _result(target, rows, manifest, verdicts)
     ncu_env = {**_clean_env(), **pass_env(work / "byhand", PASS_NCU, {**capture_layer_env(), ENV_NCU_ITERS: iters})}
     (work / "byhand" / "plain").mkdir(parents=True, exist_ok=True)
     hand_ncu = ncu_argv(ncu, argv, work / "byhand" / "ncu", nvtx_filter=ncu_default_filter(), extra=())
@@ -96,11 +125,16 @@ def measure(target: list[str], work: Path, *, profile_args: list[str], timeout: 
     if k:
         plain_ncu = [ncu, "--clock-control", "none", "--launch-count", str(k), "-o", str(work / "byhand" / "ncu-k"), "-f", *argv]
         rows[f"ncu by hand (first {k} kernels, no layer)"] = _timed(plain_ncu, _clean_env(), work / "ncu-k.log", timeout)
+    return _result(target, rows, manifest, verdicts)
+
+
+def _result(target: list[str], rows: dict[str, Any], manifest: dict[str, Any], verdicts: dict[str, Any]) -> dict[str, Any]:
     plain = rows["plain"]["wall_s"] or float("nan")
     for r in rows.values():
         r["x_plain"] = round(r["wall_s"] / plain, 2) if plain == plain and plain > 0 else None
     return {"target": target, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "gpu": _gpu_name(),
-            "python": sys.version.split()[0], "rows": rows, "manifest_status": manifest.get("status")}  # fmt: skip
+            "python": sys.version.split()[0], "rows": rows, "manifest_status": manifest.get("status"),
+            "verdicts": verdicts}  # fmt: skip
 
 
 def _gpu_name() -> str | None:
@@ -126,6 +160,14 @@ def table(res: dict[str, Any]) -> str:
             lines.append(f"  pass {p['name'] + ' (' + p['status'] + ')':<40} {p['wall_s']:>9.2f} {xpp:>8.2f} {kp:>8}")
         if "outside_passes_s" in r:
             lines.append(f"  {'outside the passes (probes, analysis)':<42} {r['outside_passes_s']:>9.2f}")
+    v = res.get("verdicts") or {}
+    if v:
+        n = len(v.get("defaults") or {})
+        lines.append("")
+        lines.append(
+            f"verdicts: the same {n} benchmark(s) and verdicts as the baseline" if v.get("same")
+            else f"verdicts differ from the baseline on: {', '.join(v.get('differ') or []) or '(a report could not be read)'}"
+        )
     return "\n".join(lines)
 
 
@@ -135,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, help="keep the runs here (default: a temporary folder)")
     ap.add_argument("--profile-args", default="", help="extra nsightwrap profile options, one string")
     ap.add_argument("--timeout", type=float, default=None, help="seconds per run at most")
+    ap.add_argument("--baseline-args", default=None,
+                    help="profile again with these options (e.g. '--ncu-kernel-cap 0') and compare the verdicts")
+    ap.add_argument("--no-by-hand", action="store_true", help="skip the tools run by hand")
     ap.add_argument("--ncu", default=os.environ.get("NSIGHTWRAP_NCU") or shutil.which("ncu") or "ncu")
     ap.add_argument("--nsys", default=os.environ.get("NSIGHTWRAP_NSYS") or shutil.which("nsys") or "nsys")
     ap.add_argument("target", nargs=argparse.REMAINDER)
@@ -142,13 +187,15 @@ def main(argv: list[str] | None = None) -> int:
     if not a.target:
         ap.error("give the script to measure")
     work = a.work or Path(tempfile.mkdtemp(prefix="profile-cost-"))
+    base = shlex.split(a.baseline_args) if a.baseline_args is not None else None
     res = measure(list(a.target), work, profile_args=shlex.split(a.profile_args), timeout=a.timeout,
-                  ncu=a.ncu, nsys=a.nsys)  # fmt: skip
+                  ncu=a.ncu, nsys=a.nsys, baseline_args=base, by_hand=not a.no_by_hand)  # fmt: skip
     print(table(res))
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
         a.json.write_text(json.dumps(res, indent=2) + "\n")
-    return 0 if all(r["rc"] == 0 for r in res["rows"].values()) else 1
+    ok = all(r["rc"] == 0 for r in res["rows"].values()) and (not res.get("verdicts") or res["verdicts"]["same"])
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

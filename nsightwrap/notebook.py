@@ -101,6 +101,7 @@ def load_run(path: str | Path, *, tolerance: float = 0.1, clock_ref: str = "plai
     as ``report --tolerance/--clock-ref`` take them.
     """
     from nsightwrap.analysis.load import analyze
+    from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
     p = Path(path)
     if not p.exists():
@@ -110,7 +111,8 @@ def load_run(path: str | Path, *, tolerance: float = 0.1, clock_ref: str = "plai
             f"{p} is a file, not a run directory",
             hint="give the folder `nsightwrap profile` wrote; read a single report with read_ncu or read_nsys",
         )
-    return Run(analyze(p, tolerance=tolerance, clock_ref=clock_ref))
+    # The native ncu reader in a child process: its crash raises one error, not a dead kernel.
+    return Run(analyze(p, tolerance=tolerance, clock_ref=clock_ref, read_ncu=read_ncu_rep_isolated))
 
 
 def _kind(path: Path, wanted: str) -> ReportKind:

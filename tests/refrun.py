@@ -9,6 +9,7 @@ captures as ``nsightwrap profile`` would.
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -75,7 +76,8 @@ def build_run_dir(root: Path, *, sidecar: bool = True, ncu: bool = True, nsys: b
         events = json.loads((REF / "events.json").read_text())
         (run / "plain" / "timer-480.json").write_text(json.dumps(sidecar_from_events(events)))
     if ncu:
-        shutil.copy(REF / "workload.ncu-rep", layout.ncu_report)
+        with gzip.open(REF / "workload.ncu-rep.gz", "rb") as src, open(layout.ncu_report, "wb") as dst:
+            shutil.copyfileobj(src, dst)
     if nsys:
         shutil.copy(REF / "workload.sqlite", layout.nsys_sqlite)
     target = ("python3", "workload.py")

@@ -54,7 +54,7 @@ def test_classify_thresholds_and_missing_counters() -> None:
 
 
 def test_reference_capture_models(ref_dir) -> None:
-    k = read_ncu_rep(ref_dir / "workload.ncu-rep")
+    k = read_ncu_rep(ref_dir / "workload.ncu-rep.gz")
     out = normalize_kernels(k, 1.98e9)
     by_kernel = dict(zip(out["kernel_short"], out["clock_model"], strict=True))
     assert by_kernel["nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_TNT"] == "compute"
@@ -144,7 +144,7 @@ def test_kernels_pair_with_their_twins_by_range_and_launch_order(ref_dir) -> Non
     kernels of that range get e, the rest (clocks unchanged, or no twin) keep the heuristic."""
     from nsightwrap.analysis.clocks import attach_base
 
-    k = read_ncu_rep(ref_dir / "workload.ncu-rep")
+    k = read_ncu_rep(ref_dir / "workload.ncu-rep.gz")
     base = k.copy()
     mine = base["nvtx_path"] == "mm_large/mm_large/iter1"
     base.loc[mine, "sm_clock_hz"] = base.loc[mine, "sm_clock_hz"] * 0.8
@@ -170,7 +170,7 @@ def test_durations_come_from_the_duration_pass_where_a_kernel_has_its_twin(ref_d
     and clock; the ncu pass's own stay beside them; a kernel without a twin keeps the ncu pass's."""
     from nsightwrap.analysis.clocks import DURATION_SOURCES, attach_durations
 
-    k = read_ncu_rep(ref_dir / "workload.ncu-rep")
+    k = read_ncu_rep(ref_dir / "workload.ncu-rep.gz")
     light = k[["nvtx_path", "launch_id", "kernel", "duration_ns", "sm_clock_hz"]].copy()
     light["duration_ns"] = light["duration_ns"] * 0.95  # as if the replay had read 5% long
     light["sm_clock_hz"] = light["sm_clock_hz"] * 1.01

@@ -10,18 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsightwrap.compare.verdicts import (
+from nsightwrap.compare.stats import (
     PRESETS,
     Reason,
-    Samples,
     Settings,
-    Side,
     Verdict,
     bootstrap_median_ratio,
-    compare,
-    judge,
     mann_whitney_u,
 )
+from nsightwrap.compare.verdicts import Samples, Side, compare, judge
 
 
 def samples(values: np.ndarray | list[float], clock_hz: float | None = 1.9e9, name: str = "b") -> Samples:

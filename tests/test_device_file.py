@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from nsightwrap.core.contract import uuid_key
 from nsightwrap.core.errors import FormatVersionError, ReportParseError
 from nsightwrap.device.result import BandwidthPoint, DeviceFile, GpuId, LatencyPoint, Measurement
 from nsightwrap.device.roofs import datasheet_roofs, measured_roofs
@@ -21,7 +22,6 @@ from nsightwrap.device.store import (
     find_cached,
     read_device_file,
     save_to_cache,
-    uuid_key,
     write_device_file,
 )
 

@@ -26,7 +26,7 @@ XML = REF / "nvidia-smi-q-x.xml"
 
 NCU = textwrap.dedent(
     """
-    import os, shutil, sys
+    import gzip, os, shutil, sys
     args = sys.argv[1:]
     mode = os.environ.get("FAKE_DOCTOR_NCU", "ok")
     if args == ["--version"]:
@@ -45,7 +45,8 @@ NCU = textwrap.dedent(
         print("==ERROR== Failed to lock the GPU clocks to base: insufficient permissions", file=sys.stderr)
         sys.exit(1)
     print('==PROF== Profiling "nsightwrap_doctor_tiny" - 0: 0%....50%....100% - 3 passes')
-    shutil.copyfile(os.environ["FAKE_DOCTOR_REPORT"], out)
+    with gzip.open(os.environ["FAKE_DOCTOR_REPORT"], "rb") as src, open(out, "wb") as dst:
+        shutil.copyfileobj(src, dst)
     print(f"==PROF== Report: {out}")
     """
 )
@@ -102,7 +103,7 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path / "bin"), str(tmp_path / "nsight" / "target-linux-x64")]))
     monkeypatch.setenv("FAKE_DOCTOR_XML", str(xml))
-    monkeypatch.setenv("FAKE_DOCTOR_REPORT", str(REF / "workload.ncu-rep"))
+    monkeypatch.setenv("FAKE_DOCTOR_REPORT", str(REF / "workload.ncu-rep.gz"))
     return tmp_path
 
 

@@ -119,7 +119,7 @@ def test_table_and_help(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.
 
 
 def test_ncu_report_by_range(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = cli(capsys, str(REF / "workload.ncu-rep"), "--by", "range", "--format", "json")
+    code, out, _ = cli(capsys, str(REF / "workload.ncu-rep.gz"), "--by", "range", "--format", "json")
     assert code == 0
     by = {r["range"]: r for r in json.loads(out)}
     # ncu matched the mm_* ranges only, 3 iterations: fill kernel + matmul per iteration.
@@ -160,7 +160,7 @@ def test_timer_sidecar(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
 
 def test_detect_by_content(tmp_path: Path) -> None:
     assert detect(SQLITE) is ReportKind.NSYS_SQLITE
-    assert detect(REF / "workload.ncu-rep") is ReportKind.NCU_REP
+    assert detect(REF / "workload.ncu-rep.gz") is ReportKind.NCU_REP
     assert detect(REF / "workload_raw.csv") is ReportKind.NCU_CSV
     assert detect(REF / "workload_raw_base.csv") is ReportKind.NCU_CSV
     assert detect(REF / "nvidia-smi-q-x.xml") is ReportKind.SMI_XML

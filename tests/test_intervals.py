@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from nsightwrap.core.intervals import containing, merge, span_by_group, union_by_group, union_length
+from nsightwrap.core.intervals import (
+    concurrent,
+    containing,
+    merge,
+    span_by_group,
+    union_by_group,
+    union_length,
+)
 
 
 def _covered(starts: np.ndarray, ends: np.ndarray, horizon: int) -> int:
@@ -76,3 +83,11 @@ def test_containing_half_open_and_ungrouped() -> None:
     pairs = sorted(zip(got["pid"].tolist(), got["rid"].tolist(), strict=True))
     # t=10 is in [10,20) and [5,15) but not in [0,10); t=20 is in nothing.
     assert pairs == [(100, 1), (101, 2), (101, 3), (103, 1), (103, 3)]
+
+
+def test_concurrent_means_lengths_past_their_union_by_more_than_the_share() -> None:
+    # two streams: [0, 10) and [5, 15) sum to 20 ns over a union of 15 ns
+    s, e = np.array([0, 5]), np.array([10, 15])
+    assert concurrent(float((e - s).sum()), float(union_length(s, e)))
+    # back to back on one stream, or within the timestamps' rounding: not concurrent
+    assert not concurrent(100.0, 100.0) and not concurrent(101.0, 100.0)

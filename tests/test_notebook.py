@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "fixtures" / "runs" / "h200-example"
 NCU_REP = RUN / "ncu" / "report.ncu-rep.gz"
 NSYS_SQLITE = RUN / "nsys" / "report.sqlite.gz"
-NSYS_REP = RUN / "nsys" / "report.nsys-rep"
+#: A raw capture kept beside its SQLite export (a run of the causes scenarios).
+NSYS_REP = Path(__file__).resolve().parent.parent / "fixtures" / "captures" / "causes" / "run" / "nsys" / "report.nsys-rep"
 DOC = ROOT / "docs" / "notebook.md"
 
 
@@ -310,7 +311,7 @@ def test_nsys_rep_reads_the_export_beside_it(nsys: Any, monkeypatch, tmp_path: P
     monkeypatch.setenv("PATH", "")
     monkeypatch.delenv("NSIGHTWRAP_NSYS", raising=False)
     rep = nw.read_nsys(NSYS_REP)  # the run keeps report.sqlite.gz beside it: no nsys needed
-    pd.testing.assert_frame_equal(rep.ops, nsys.ops)
+    pd.testing.assert_frame_equal(rep.ops, nw.read_nsys(NSYS_REP.with_name("report.sqlite.gz")).ops)
     alone = tmp_path / "report.nsys-rep"
     shutil.copy(NSYS_REP, alone)
     with pytest.raises(ToolNotFound) as exc:

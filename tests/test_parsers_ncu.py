@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 import csv
 import math
 import os
@@ -15,7 +17,7 @@ import pandas as pd
 import pytest
 
 from nsightwrap.core.errors import InputNotFound, ReportParseError
-from nsightwrap.core.units import parse_quantity, unit_factor
+from nsightwrap.core.units import ghz_text, parse_quantity, unit_factor, us_text
 from nsightwrap.parsers.ncu import (
     KERNEL_COLUMNS,
     kernels_by_range,
@@ -29,7 +31,7 @@ from nsightwrap.parsers.ncu import (
 
 REF = Path(__file__).resolve().parent.parent / "fixtures" / "reference" / "h200-workload"
 
-REP = REF / "workload.ncu-rep"
+REP = REF / "workload.ncu-rep.gz"
 RAW = REF / "workload_raw.csv"
 RAW_BASE = REF / "workload_raw_base.csv"
 BENCHES = ("mm_small", "mm_skinny", "mm_large")
@@ -293,7 +295,7 @@ def test_not_a_report(tmp_path: Path) -> None:
 
 
 def test_truncated_report(tmp_path: Path) -> None:
-    data = REP.read_bytes()
+    data = gzip.decompress(REP.read_bytes())
     for n in (100_000, 2_300_000, len(data) - 1):
         cut = tmp_path / f"cut{n}.ncu-rep"
         cut.write_bytes(data[:n])
@@ -302,7 +304,7 @@ def test_truncated_report(tmp_path: Path) -> None:
 
 
 def test_corrupt_report(tmp_path: Path) -> None:
-    data = bytearray(REP.read_bytes())
+    data = bytearray(gzip.decompress(REP.read_bytes()))
     bad = tmp_path / "flipped.ncu-rep"
     # bytes flipped inside the first kernel's result payload (it starts at 2183028 + header)
     flipped = bytearray(data)
@@ -329,7 +331,7 @@ def test_corrupt_report(tmp_path: Path) -> None:
 def test_report_without_kernels(tmp_path: Path) -> None:
     # The report as ncu has written it before the first kernel: the session block alone.
     empty = tmp_path / "empty.ncu-rep"
-    empty.write_bytes(REP.read_bytes()[:145])
+    empty.write_bytes(gzip.decompress(REP.read_bytes())[:145])
     with pytest.raises(
         ReportParseError, match=r"no kernels were profiled \(NVTX filters matched nothing\?\)"
     ):
@@ -408,3 +410,8 @@ def test_gpu_capture_rep_and_csv_agree(tmp_path: Path) -> None:
     if none_path.exists():
         with pytest.raises(ReportParseError, match="no kernels were profiled"):
             read_ncu_rep(none_path)
+
+
+def test_the_analysis_speaks_in_us_and_ghz() -> None:
+    assert us_text(17_310.0) == "17.31 us" and us_text(None) == "n/a"
+    assert ghz_text(1.98e9) == "1.980 GHz" and ghz_text(1.98e9, 2, "?") == "1.98 GHz" and ghz_text(None, 2, "?") == "?"

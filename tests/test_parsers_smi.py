@@ -153,4 +153,4 @@ def test_samples_errors(tmp_path: Path) -> None:
     with pytest.raises(ReportParseError, match="line 2 has 1 fields, the header 2"):
         read_smi_samples(short)
     with pytest.raises(ReportParseError, match="not a text file"):
-        read_smi_samples(REF / "workload.ncu-rep")
+        read_smi_samples(REF / "workload.ncu-rep.gz")

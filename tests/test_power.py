@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from nsightwrap.timer.energy import default_energy_s, power_record, window_stats
-from nsightwrap.timer.nvml import ClockTrace, PowerTrace, counter_power, counter_resolution, energy_between
 from nsightwrap.timer.result import BenchResult
 from nsightwrap.timer.thermal import thermal_guard, wait_until_cool
+from nsightwrap.timer.traces import ClockTrace, PowerTrace, counter_power, counter_resolution, energy_between
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "fixtures" / "power" / "h200-trace.json"

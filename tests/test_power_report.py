@@ -22,7 +22,8 @@ from nsightwrap.analysis.load import analyze
 from nsightwrap.analysis.model import RunResult
 from nsightwrap.compare.energy import energy_samples, judge_energy
 from nsightwrap.compare.sides import load_side
-from nsightwrap.compare.verdicts import Reason, Verdict, compare
+from nsightwrap.compare.stats import Reason, Verdict
+from nsightwrap.compare.verdicts import compare
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "fixtures" / "power" / "h200-run"

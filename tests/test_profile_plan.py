@@ -4,7 +4,6 @@ the fake ncu / nsys / nvidia-smi on PATH running the real target."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from fake_tools.harness import FAKE_PATH, TARGET, manifest, passes, profile, use_fakes
@@ -64,8 +63,7 @@ def test_kernel_cap_reaches_every_ncu_pass(tmp_path: Path, monkeypatch, capsys) 
 
 def test_profile_cost_benchmark_on_the_fakes(tmp_path: Path, monkeypatch, capsys) -> None:
     use_fakes(monkeypatch, tmp_path)
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    import profile_cost
+    from benchmarks import profile_cost
 
     out = tmp_path / "cost.json"
     profile_cost.main(["--work", str(tmp_path / "w"), "--json", str(out), "--profile-args=--no-analyze",
@@ -78,3 +76,17 @@ def test_profile_cost_benchmark_on_the_fakes(tmp_path: Path, monkeypatch, capsys
     assert rows["ncu by hand (same filter)"]["kernels"] == 18
     assert rows["nsightwrap profile"]["x_plain"] > 0
     assert "nsightwrap profile" in capsys.readouterr().out
+
+
+def test_profile_cost_compares_the_verdicts_with_a_baseline(tmp_path: Path, monkeypatch, capsys) -> None:
+    use_fakes(monkeypatch, tmp_path)
+    from benchmarks import profile_cost
+
+    out = tmp_path / "cost.json"
+    rc = profile_cost.main(["--work", str(tmp_path / "w"), "--json", str(out), "--profile-args=--no-analyze",
+                            "--baseline-args=--no-analyze --ncu-kernel-cap 0", "--no-by-hand", T])  # fmt: skip
+    res = json.loads(out.read_text())
+    assert set(res["rows"]) == {"plain", "nsightwrap profile", "nsightwrap profile (baseline: --no-analyze --ncu-kernel-cap 0)"}
+    v = res["verdicts"]
+    assert v["defaults"] and v["defaults"] == v["baseline"] and v["same"] and rc == 0
+    assert f"the same {len(v['defaults'])} benchmark(s) and verdicts as the baseline" in capsys.readouterr().out

@@ -8,7 +8,16 @@ import math
 import pytest
 
 from nsightwrap.core.errors import UsageError
-from nsightwrap.timer.stats import Stopper, StopReason, StopRule, median_rel_ci, summarize, trimmed_mean
+from nsightwrap.core.jsonfile import finite_number
+from nsightwrap.timer.stats import (
+    Stopper,
+    StopReason,
+    StopRule,
+    median_or_none,
+    median_rel_ci,
+    summarize,
+    trimmed_mean,
+)
 
 
 class FakeClock:
@@ -136,3 +145,14 @@ def test_trimmed_mean_keeps_the_part_of_a_tick_that_the_median_loses() -> None:
     assert math.isnan(trimmed_mean([]))
     with pytest.raises(ValueError):
         trimmed_mean(reads, cut=0.5)
+
+
+def test_median_or_none_is_none_only_for_no_values() -> None:
+    assert median_or_none([]) is None and median_or_none(()) is None
+    assert median_or_none([3.0, 1.0, 2.0, 10.0]) == 2.5 and median_or_none([0.0]) == 0.0
+
+
+def test_a_json_number_is_a_finite_float_or_none() -> None:
+    assert finite_number(3) == 3.0 and isinstance(finite_number(3), float) and finite_number(-0.5) == -0.5
+    for v in (None, True, "3", math.nan, math.inf, [1.0]):
+        assert finite_number(v) is None, v

@@ -30,7 +30,7 @@ from nsightwrap.timer import (
     sweep_points,
     write_sidecar,
 )
-from nsightwrap.timer.nvml import REASON_HW_THERMAL, REASON_SW_POWER_CAP, ClockTrace, align, reason_names
+from nsightwrap.timer.traces import REASON_HW_THERMAL, REASON_SW_POWER_CAP, ClockTrace, align, reason_names
 
 ROOT = Path(__file__).resolve().parent.parent
 DEVICE = {"name": "NVIDIA H200", "index": 0, "sm_count": 132, "l2_bytes": 62914560}
@@ -458,7 +458,7 @@ def test_ncu_rows_runs_ncu_and_reads_its_report(monkeypatch, tmp_path) -> None:
     rep = tmp_path / "run"
     argv = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-o", str(rep), "-f"]
     rows = acc.ncu_rows([*argv, sys.executable, "-c", "pass"], dict(os.environ), rep, "duration alone", timeout=60)
-    want = read_ncu_rep(ROOT / "fixtures" / "reference" / "h200-workload" / "workload.ncu-rep")
+    want = read_ncu_rep(ROOT / "fixtures" / "reference" / "h200-workload" / "workload.ncu-rep.gz")
     assert len(rows) == len(want) > 0
     assert [r["duration_ns"] for r in rows] == pytest.approx(list(want["duration_ns"]))
     assert "nvtx_ranges" not in rows[0] and json.loads(json.dumps(rows)) == rows

@@ -85,7 +85,7 @@ class _ReadStamps:
 
 
 def test_settling_samples_are_left_out_of_the_statistics_and_kept_apart() -> None:
-    from nsightwrap.timer.loop import _finish, _Loop, _split
+    from nsightwrap.timer.loop import MeasureSettings, _finish, _Loop, _Setup, _split
     from nsightwrap.timer.nvml import NvmlSampler
 
     clocks: list[float | None] = [1.49e9, 1.52e9, 1.55e9, 1.0e9] + [1.59e9] * 16
@@ -95,15 +95,19 @@ def test_settling_samples_are_left_out_of_the_statistics_and_kept_apart() -> Non
                  windows=[(0.001 * i, 0.001 * i + 0.0002) for i in range(len(clocks))])  # fmt: skip
     _split(loop, _ReadStamps(clocks), 0.75 * 1.98e9, 0.01)
     assert loop.settling == [0, 1, 2] and loop.rejected == [3] and loop.kept == list(range(4, 20))
-    method: dict = {"throttle_threshold_hz": 0.75 * 1.98e9}
     rule = StopRule(min_samples=10, max_samples=1000, rel_precision=0.005, budget_s=1.0)
+    settings = MeasureSettings("gemm", rule=rule, settle_tolerance=0.01)
+    setup = _Setup(max_sm_clock_hz=1.98e9, throttle_threshold_hz=0.75 * 1.98e9)
     with NvmlSampler(None) as sampler:
         pass
-    r = _finish("gemm", {}, None, None, loop, rule, method, sampler)
+    r = _finish(settings, setup, loop, sampler)
     assert r.n == 16 and r.median_ns == pytest.approx(178_000.0)  # the slow first samples are out
     assert r.throttled == 1 and r.method["settling_samples"] == 3
     assert r.method["settling_ns"] == pytest.approx(per_call[:3]) and r.method["settled_clock_hz"] == 1.59e9
     assert r.reasons[:2] == (Reason.THROTTLED_SAMPLES_LEFT_OUT.value, Reason.SETTLING_SAMPLES_LEFT_OUT.value)
+    # the method record names the settings it was measured with, from the one settings object
+    assert r.method["pass"] == "standalone" and r.method["settle_tolerance"] == 0.01
+    assert r.method["throttle_threshold"] == 0.75 and r.method["budget_s"] == 1.0
     assert "first 3 left out (clock settling)" in str(r)
     # the rule off: every unthrottled sample counts, the slow ones raise the median
     _split(loop, _ReadStamps(clocks), 0.75 * 1.98e9, None)

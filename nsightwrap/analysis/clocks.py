@@ -1,14 +1,14 @@
 """SM-clock normalization: carry ncu kernel durations to one reference SM clock.
 
 ncu ``--clock-control none`` lets the GPU pick its clock, and the clock under ncu is not the
-clock of the plain run (it drops under load, by up to 20% on an H200). How a kernel's time moves
+clock of the plain run (it drops under load, by up to 20% where measured). How a kernel's time moves
 with the SM clock is its clock elasticity ``e``: duration ~ f**-e, so at clock ``f``
 
     t(f) = t_k * (f_k / f) ** e        (t_k, f_k: ncu's duration and ``sm__cycles_elapsed.avg.per_second``)
 
 ``e = 1``: the kernel's cycles are fixed and its time follows the SM clock (a large GEMM);
-``e = 0``: it waits on DRAM and its time does not move (a large vector add). Measured on an H200,
-many kernels lie between (flash attention 0.97, softmax 0.91, layer norm 0.62, 2-5 us kernels
+``e = 0``: it waits on DRAM and its time does not move (a large vector add). Measured, many
+kernels lie between (flash attention 0.97, softmax 0.91, layer norm 0.62, 2-5 us kernels
 0.16-0.37; docs/timer-accuracy.md).
 
 ``e`` is measured where ``nsightwrap profile`` ran its clock sweep: ncu twice more with each

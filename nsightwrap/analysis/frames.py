@@ -66,7 +66,7 @@ KERNEL_COLUMNS: dict[str, str] = {
     "base_sm_clock_hz": "SM clock under that pass",
     "duration_source": "where `duration_ns` comes from: `duration pass` (ncu with the duration and SM clock only) "
     "or `ncu pass` (the pass with every counter)",
-    "counters_duration_ns": "its duration in the ncu pass with every counter (12 replay passes on an H200), "
+    "counters_duration_ns": "its duration in the ncu pass with every counter (many replay passes), "
     "where `duration_ns` comes from the duration pass",
 }
 

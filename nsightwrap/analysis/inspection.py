@@ -1,12 +1,15 @@
 """What ``nsightwrap inspect`` shows of one report file: a frame, shaped per GPU op or per NVTX range.
 
 The file's kind is read from its content (``parsers.kind``); each kind goes to its parser, and the
-result is one ``View``. Exporters (``export.frames``) print it.
+result is one ``View``. Exporters (``export.frames``) print it. What needs a tool or a child
+process is the caller's to pass: the export of a ``.nsys-rep`` to SQLite (``nsys export``) and
+the reader of a ``.ncu-rep`` (the CLI's runs the native ``ncu_report`` in a child process).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +17,12 @@ import pandas as pd
 
 from nsightwrap.core.errors import ReportParseError, UsageError
 from nsightwrap.parsers.kind import ReportKind, detect
+from nsightwrap.parsers.ncu import read_ncu_rep
+
+#: Exports a ``.nsys-rep`` to SQLite and returns the export's path (``nsys export``).
+NsysExporter = Callable[[Path], Path]
+#: Reads a ``.ncu-rep`` (or ``.ncu-rep.gz``) into ncu's kernel frame, as ``parsers.ncu.read_ncu_rep``.
+NcuRepReader = Callable[[Path], pd.DataFrame]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,13 +60,21 @@ NSYS_OP_TABLE = (
 NCU_KERNEL_TABLE = ("launch_id", "kernel_short", "grid", "block", "duration_ns", "sm_clock_hz", "nvtx_path")
 
 
-def load_view(path: Path, by: str = "kernel", nsys_tool: str | None = None) -> View:
-    """Read ``path`` as whatever report it is and shape it for ``by`` (``kernel`` or ``range``)."""
+def load_view(
+    path: Path,
+    by: str = "kernel",
+    *,
+    export_nsys: NsysExporter | None = None,
+    read_ncu: NcuRepReader = read_ncu_rep,
+) -> View:
+    """Read ``path`` as whatever report it is and shape it for ``by`` (``kernel`` or ``range``).
+    A ``.nsys-rep`` is read through ``export_nsys`` (None: refused, with the command that exports
+    it); a ``.ncu-rep`` through ``read_ncu``."""
     kind = detect(path)
     if kind in (ReportKind.NSYS_SQLITE, ReportKind.NSYS_REP):
-        return _nsys_view(path, kind, by, nsys_tool)
+        return _nsys_view(path, kind, by, export_nsys)
     if kind in (ReportKind.NCU_REP, ReportKind.NCU_CSV):
-        return _ncu_view(path, kind, by)
+        return _ncu_view(path, kind, by, read_ncu)
     if kind is ReportKind.SMI_XML:
         from nsightwrap.parsers.smi import read_smi_xml
 
@@ -91,14 +108,17 @@ def _flatten(fields: dict[str, object], prefix: str = "") -> list[tuple[str, obj
     return out
 
 
-def _nsys_view(path: Path, kind: ReportKind, by: str, nsys_tool: str | None) -> View:
+def _nsys_view(path: Path, kind: ReportKind, by: str, export_nsys: NsysExporter | None) -> View:
     from nsightwrap.parsers.nsys import read_nsys, summarize_by_range
 
     sqlite = path
     if kind is ReportKind.NSYS_REP:
-        from nsightwrap.run.nsys_export import export_nsys_sqlite
-
-        sqlite = export_nsys_sqlite(path, nsys_tool)
+        if export_nsys is None:
+            raise UsageError(
+                f"{path} is an nsys report, read through its SQLite export",
+                hint=f"export it with `nsys export --type sqlite {path}` and give the .sqlite",
+            )
+        sqlite = export_nsys(path)
     # Per range only times count: skip names, shapes and streams (a third faster on big files).
     rep = read_nsys(sqlite, detail=by != "range")
     if by == "range":
@@ -128,12 +148,10 @@ def _innermost_path(attribution: pd.DataFrame, ranges: pd.DataFrame, op_ids: pd.
     return op_ids.map(last.set_index("op_id")["path"])
 
 
-def _ncu_view(path: Path, kind: ReportKind, by: str) -> View:
+def _ncu_view(path: Path, kind: ReportKind, by: str, read_ncu: NcuRepReader) -> View:
     from nsightwrap.parsers import ncu
-    from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
-    # The native reader runs in a child process: its crash becomes one line, not a dead inspect.
-    kernels = read_ncu_rep_isolated(path) if kind is ReportKind.NCU_REP else ncu.read_ncu_csv(path)
+    kernels = read_ncu(path) if kind is ReportKind.NCU_REP else ncu.read_ncu_csv(path)
     if by == "kernel":
         return View(f"ncu kernels: {path}", kernels, NCU_KERNEL_TABLE)
     ranges = ncu.kernels_by_range(kernels)

@@ -11,7 +11,6 @@ once, and every per-iteration figure is one grouped, vectorized computation. ``r
 from __future__ import annotations
 
 import re
-import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ import pandas as pd
 from nsightwrap.analysis.clocks import DURATION_SOURCES, ELASTICITY_RANGE, normalize_kernels, number_or_none
 from nsightwrap.analysis.model import ClockModel, KernelTiming, NcuStats, NsysStats
 from nsightwrap.core import intervals
+from nsightwrap.timer.stats import median_or_none
 
 if TYPE_CHECKING:
     from nsightwrap.analysis.reconcile import BenchmarkSpec
@@ -43,10 +43,6 @@ NCU_COLUMNS = (
 _OP_COLUMNS = ["op_id", "kind", "name", "start_ns", "end_ns", "duration_ns", "stream_id"]
 #: Op columns the gap decomposition also needs, where the export has them.
 _OP_EXTRA = ["short_name", "launch_start_ns", "context_id", "global_pid"]
-
-
-def _median(values: Sequence[float]) -> float | None:
-    return float(statistics.median(values)) if len(values) else None
 
 
 def _paths(v: object) -> tuple[str, ...]:
@@ -182,8 +178,8 @@ def _ncu_from_rows(rows: list[KernelTiming]) -> NcuStats:
         iterations_ns=it_ns,
         iterations_cycles=it_cyc,
         normalized_iterations_ns=it_norm,
-        median_ns=_median(it_ns),
-        normalized_ns=_median(it_norm),
+        median_ns=median_or_none(it_ns),
+        normalized_ns=median_or_none(it_norm),
         sm_clock_hz=clock,
         kernels_per_iteration=tuple(len(per_iter[i]) for i in order),
         kernel_names=signatures.most_common(1)[0][0] if signatures else (),

@@ -2,12 +2,15 @@
 
 ``analyze(run_dir)`` is what ``nsightwrap report`` and ``nsightwrap profile`` call; it reads
 files only (the parsers never launch anything) and returns a ``RunResult`` for the exporters.
+How a ``.ncu-rep`` is read is the caller's: the CLI passes a reader that runs the native
+``ncu_report`` in a child process (``nsightwrap.run.ncu_isolated``), so that its crash costs the
+ncu numbers, not the report; the default reads in this process (``parsers.ncu.read_ncu_rep``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,7 @@ from nsightwrap.analysis.clocks import (
 from nsightwrap.analysis.decompose import Timeline, nsys_timelines
 from nsightwrap.analysis.gpuclock import MAX_SLOWDOWN, MIN_SAMPLES, kernel_clocks, stamps_clock, with_slowdown
 from nsightwrap.analysis.iterations import NsysIterations, ncu_stats_all, nsys_iterations, nsys_stats_all
+from nsightwrap.analysis.merged import join_shards, shard_entries, shard_run_dir
 from nsightwrap.analysis.model import (
     BenchmarkResult,
     ClockSample,
@@ -47,35 +51,60 @@ from nsightwrap.analysis.model import (
 from nsightwrap.analysis.power import attach_power
 from nsightwrap.analysis.reconcile import BenchmarkSpec, reconcile_all, specs_from_nvtx
 from nsightwrap.analysis.roofline import attach_rooflines
-from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, PASS_NSYS, SIDECAR_GLOB
-from nsightwrap.core.errors import NativeReaderCrashed, ReportParseError, UsageError
-from nsightwrap.core.rundir import CLOCK_SWEEP_PASS, DURATION_PASS, RunLayout, read_manifest
+from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, PASS_NSYS, SIDECAR_GLOB, uuid_key
+from nsightwrap.core.errors import NativeReaderCrashed, NsightwrapError, ReportParseError, UsageError
+from nsightwrap.core.jsonfile import finite_number
+from nsightwrap.core.rundir import (
+    CLOCK_SWEEP_PASS,
+    DURATION_PASS,
+    RunLayout,
+    is_merged,
+    read_manifest,
+    read_merged,
+)
+from nsightwrap.parsers.ncu import read_ncu_rep
 from nsightwrap.parsers.sidecar import read_sidecar_doc
-from nsightwrap.run.merge import is_merged
 from nsightwrap.timer.stats import summarize
+
+#: Reads a ``.ncu-rep`` (or ``.ncu-rep.gz``) into ncu's kernel frame, as ``parsers.ncu.read_ncu_rep``.
+NcuRepReader = Callable[[Path], pd.DataFrame]
 
 
 def analyze(
-    run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain", device_file: Path | None = None
+    run_dir: Path,
+    *,
+    tolerance: float = 0.1,
+    clock_ref: str = "plain",
+    device_file: Path | None = None,
+    read_ncu: NcuRepReader = read_ncu_rep,
 ) -> RunResult:
     """Load ``run_dir`` through the parsers, normalize to one SM clock and reconcile; place every
-    benchmark on the GPU's roofline (``device_file``, else the run's or the cached one, analysis/roofline.py)."""
+    benchmark on the GPU's roofline (``device_file``, else the run's or the cached one, analysis/roofline.py).
+    ``read_ncu`` reads the ncu passes' reports (see the module docs)."""
     if not tolerance > 0:
         raise UsageError(f"--tolerance {tolerance} must be above 0", hint="e.g. --tolerance 10 for 10%")
     ref_choice = parse_clock_ref(clock_ref)
     run_dir = Path(run_dir)
-    if is_merged(run_dir):  # shards/<i>/, each analysed on its own (analysis/merged.py)
-        from nsightwrap.analysis.merged import analyze_merged
-
-        return analyze_merged(run_dir, tolerance=tolerance, clock_ref=clock_ref)
+    if is_merged(run_dir):  # shards/<i>/, each analysed on its own, then joined (analysis/merged.py)
+        doc = read_merged(run_dir) or {}
+        analysed: dict[int, RunResult | NsightwrapError] = {}
+        for e in shard_entries(doc):
+            shard = shard_run_dir(run_dir, e)
+            if shard is None:
+                continue
+            try:
+                analysed[int(e["index"])] = analyze(shard, tolerance=tolerance, clock_ref=clock_ref, read_ncu=read_ncu)
+            except NsightwrapError as exc:
+                analysed[int(e["index"])] = exc
+        return join_shards(run_dir, doc, analysed, tolerance=tolerance, clock_ref=clock_ref)
     manifest = read_manifest(run_dir)
     layout = RunLayout(run_dir)
     notes: list[str] = []
 
     crashes: list[str] = []
-    ncu = _read_ncu(layout, notes, crashes)
+    ncu = _read_ncu(layout, notes, crashes, read_ncu)
     if ncu is not None:
-        ncu = _with_clock_sweep(ncu, layout, manifest, notes, crashes)
+        ncu = _with_clock_sweep(ncu, layout, manifest, notes, crashes, read_ncu)
     nsys = _read_nsys(layout, notes)
     sidecars = [(p, read_sidecar_doc(p)) for p in sorted(layout.pass_dir("plain").glob(SIDECAR_GLOB))]
     env = environment(
@@ -277,7 +306,7 @@ def _spec(entry: Any, where: str) -> BenchmarkSpec:
     timer = _timer_stats(
         samples,
         tuple(float(v) if v is not None else math.nan for v in per_clock) if isinstance(per_clock, list) else None,
-        sm_clock_hz=_opt(entry.get("sm_clock_hz")),
+        sm_clock_hz=finite_number(entry.get("sm_clock_hz")),
         clock_source=str(entry.get("clock_source") or "none"),
         method=dict(entry.get("method") or {}),
     )
@@ -291,18 +320,18 @@ def _timer_extras(entry: Mapping[str, Any]) -> dict[str, Any]:
     """The sidecar-2 timer fields (CUPTI kernel time, throttled samples, reason codes); a
     version-1 entry has none of them and gets the defaults."""
     method: Mapping[str, Any] = entry["method"] if isinstance(entry.get("method"), Mapping) else {}
-    nums = [v for v in entry.get("kernel_samples_ns") or () if _opt(v) is not None]
+    nums = [v for v in entry.get("kernel_samples_ns") or () if finite_number(v) is not None]
     return {
-        "kernel_ns": _opt(entry.get("kernel_ns")),
+        "kernel_ns": finite_number(entry.get("kernel_ns")),
         "kernel_samples_ns": tuple(float(v) for v in nums),
         # Version 1 counted NVML-flagged samples there (kept in samples_ns): only version 2, which
         # writes rejected_ns, means samples left out.
         "throttled": int(entry.get("throttled") or 0) if "rejected_ns" in entry else 0,
-        "rejected_ns": tuple(float(v) for v in entry.get("rejected_ns") or () if _opt(v) is not None),
-        "rejected_clock_hz": tuple(_opt(v) for v in entry.get("rejected_clock_hz") or ()),
-        "throttle_threshold_hz": _opt(method.get("throttle_threshold_hz")),
+        "rejected_ns": tuple(float(v) for v in entry.get("rejected_ns") or () if finite_number(v) is not None),
+        "rejected_clock_hz": tuple(finite_number(v) for v in entry.get("rejected_clock_hz") or ()),
+        "throttle_threshold_hz": finite_number(method.get("throttle_threshold_hz")),
         "settling": int(method.get("settling_samples") or 0),
-        "settled_clock_hz": _opt(method.get("settled_clock_hz")),
+        "settled_clock_hz": finite_number(method.get("settled_clock_hz")),
         "sample_clock_source": str(method.get("sample_clock_source") or "none"),
         "reasons": tuple(str(r) for r in entry.get("reasons") or ()),
     }
@@ -352,25 +381,18 @@ def _merge_specs(specs: Sequence[BenchmarkSpec]) -> list[BenchmarkSpec]:
     return list(seen.values())
 
 
-def _opt(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        return None
-    return float(v)
-
-
 # ----------------------------------------------------------------------------- passes
 
 
-def _read_ncu(layout: RunLayout, notes: list[str], crashes: list[str] | None = None) -> pd.DataFrame | None:
+def _read_ncu(
+    layout: RunLayout, notes: list[str], crashes: list[str] | None = None, read: NcuRepReader = read_ncu_rep
+) -> pd.DataFrame | None:
     if not layout.ncu_report.is_file():
         notes.append("no ncu report (ncu/report.ncu-rep): the ncu pass did not run or failed")
         return None
-    from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
-
     try:
-        # In a child process: a crash of the native ncu_report costs the ncu numbers, not the report.
-        return read_ncu_rep_isolated(layout.ncu_report)
-    except NativeReaderCrashed as exc:
+        return read(layout.ncu_report)
+    except NativeReaderCrashed as exc:  # the reader ran in a child, which crashed: no ncu numbers
         notes.append(f"ncu numbers missing: {exc}")
         if crashes is not None:
             crashes.append(str(exc))
@@ -381,13 +403,13 @@ def _sweep_record(manifest: Mapping[str, Any], name: str) -> Mapping[str, Any] |
     return next((p for p in manifest.get("passes") or [] if isinstance(p, Mapping) and p.get("name") == name), None)
 
 
-def _sweep_report(report: Path, what: str, notes: list[str], crashes: list[str]) -> pd.DataFrame | None:
+def _sweep_report(
+    report: Path, what: str, notes: list[str], crashes: list[str], read: NcuRepReader
+) -> pd.DataFrame | None:
     if not report.is_file():
         return None
-    from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
-
     try:
-        return read_ncu_rep_isolated(report)
+        return read(report)
     except NativeReaderCrashed as exc:
         crashes.append(str(exc))
         notes.append(f"{what} report unreadable ({exc})")
@@ -401,12 +423,17 @@ def _missing_pass(rec: Mapping[str, Any] | None, what: str, then: str) -> str:
 
 
 def _with_clock_sweep(
-    ncu: pd.DataFrame, layout: RunLayout, manifest: Mapping[str, Any], notes: list[str], crashes: list[str]
+    ncu: pd.DataFrame,
+    layout: RunLayout,
+    manifest: Mapping[str, Any],
+    notes: list[str],
+    crashes: list[str],
+    read: NcuRepReader = read_ncu_rep,
 ) -> pd.DataFrame:
     """The ncu kernels with the durations of the duration pass (``clocks.attach_durations``), the
     base-clock pass's twins and measured elasticities (``clocks.attach_base``), and notes saying
     where durations come from the ncu pass's replay or elasticities are only a guess."""
-    light = _sweep_report(layout.ncu_duration_report, "duration-pass", notes, crashes)
+    light = _sweep_report(layout.ncu_duration_report, "duration-pass", notes, crashes, read)
     out, taken = attach_durations(ncu, light)
     counters = "ncu durations are the ncu pass's, whose counters take 12 replay passes and can read kernels a few % long"
     if light is None:
@@ -424,7 +451,7 @@ def _with_clock_sweep(
                 f"ncu durations from the duration pass (duration and SM clock only, one replay pass); the ncu "
                 f"pass with its counters read them {100 * (ratio - 1):+.1f}% (median over {taken} kernels)"
             )
-    base = _sweep_report(layout.ncu_base_report, "clock-sweep", notes, crashes)
+    base = _sweep_report(layout.ncu_base_report, "clock-sweep", notes, crashes, read)
     out, measured = attach_base(out, base)
     guess = "clock elasticities are a guess from ncu's throughput counters (1 if SM-bound, 0 if DRAM-bound)"
     if base is None:
@@ -456,17 +483,12 @@ def _read_nsys(layout: RunLayout, notes: list[str]) -> Any:
     return read_nsys(layout.nsys_sqlite)
 
 
-def _uuid_key(u: object) -> str:
-    # nvidia-smi writes "GPU-6f1c...", torch "6f1c...".
-    return str(u).strip().lower().removeprefix("gpu-")
-
-
 def _one_gpu(samples: pd.DataFrame | None, devices: Sequence[Any], notes: list[str]) -> pd.DataFrame | None:
     """The sample rows of the GPU the timer ran on (nvidia-smi logs every GPU of the host)."""
     if samples is None or "gpu_uuid" not in samples or samples["gpu_uuid"].nunique() < 2:
         return samples
-    uuids = {_uuid_key(d["uuid"]) for d in devices if isinstance(d, Mapping) and d.get("uuid")}
-    keep = samples["gpu_uuid"].map(_uuid_key).isin(uuids)
+    uuids = {uuid_key(d["uuid"]) for d in devices if isinstance(d, Mapping) and d.get("uuid")}
+    keep = samples["gpu_uuid"].map(uuid_key).isin(uuids)
     if uuids and bool(keep.any()):
         return samples[keep].reset_index(drop=True)
     notes.append(
@@ -495,7 +517,7 @@ def _trace(samples: pd.DataFrame | None) -> tuple[ClockSample, ...]:
         return ()
     secs = (t - t.min()).dt.total_seconds()
     return tuple(
-        ClockSample(t_s=float(s), sm_clock_hz=float(f), power_w=_opt(w), temperature_c=_opt(c))
+        ClockSample(t_s=float(s), sm_clock_hz=float(f), power_w=finite_number(w), temperature_c=finite_number(c))
         for s, f, w, c in zip(secs, samples["sm_clock_hz"], samples["power_w"], samples["temperature_c"], strict=True)
         if not (math.isnan(s) or math.isnan(f))
     )

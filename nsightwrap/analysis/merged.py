@@ -1,8 +1,8 @@
 """Analysis of a run merged from shards (``nsightwrap merge``, ``profile --gpus``).
 
 Each shard is a complete run directory under ``shards/<i>/``: it is analysed on its own (its
-plain, ncu and nsys passes ran on one GPU, so its clocks and reports belong together), and its
-benchmarks join the merged report with the UUID of that GPU and the shard's index, in the order
+plain, ncu and nsys passes ran on one GPU, so its clocks and reports belong together; ``analyze``
+in analysis/load.py does that and hands the results here), and its benchmarks join the merged report with the UUID of that GPU and the shard's index, in the order
 the script reached them. A shard that failed is reported with its reason; its benchmarks are
 missing, and the report says which. A replicated run (``--replicate``) also gets the spread of
 every benchmark across the GPUs (nsightwrap.analysis.gpu_variance).
@@ -18,15 +18,9 @@ from typing import Any
 
 from nsightwrap.analysis.gpu_variance import gpu_variance
 from nsightwrap.analysis.model import BenchmarkResult, Environment, RunResult, Settings, ShardSummary
-from nsightwrap.core.contract import PASS_PLAIN, SIDECAR_GLOB
+from nsightwrap.core.contract import PASS_PLAIN, SIDECAR_GLOB, uuid_key
 from nsightwrap.core.errors import NsightwrapError
-from nsightwrap.core.rundir import RunLayout
-from nsightwrap.run.merge import read_merged
-from nsightwrap.run.shards import MODE_REPLICATE
-
-
-def _uuid_key(u: object) -> str:
-    return str(u).strip().lower().removeprefix("gpu-")
+from nsightwrap.core.rundir import MANIFEST_NAME, MODE_REPLICATE, RunLayout, read_merged
 
 
 def run_sidecars(run_dir: Path) -> list[Path]:
@@ -71,7 +65,7 @@ def _gpu_seen(shard_dir: Path, uuid: str | None) -> tuple[float | None, float | 
         try:
             rows = read_smi_samples(layout.smi_samples)
             if uuid and "gpu_uuid" in rows:
-                rows = rows[rows["gpu_uuid"].map(_uuid_key) == _uuid_key(uuid)]
+                rows = rows[rows["gpu_uuid"].map(uuid_key) == uuid_key(uuid)]
             t = rows["temperature_c"].dropna()
             temp = float(t.max()) if len(t) else None
         except NsightwrapError:
@@ -83,7 +77,7 @@ def _gpu_seen(shard_dir: Path, uuid: str | None) -> tuple[float | None, float | 
             gpus = read_smi_xml_all(layout.smi_xml)
         except NsightwrapError:
             gpus = []
-        match = [g for g in gpus if uuid and g.uuid and _uuid_key(g.uuid) == _uuid_key(uuid)]
+        match = [g for g in gpus if uuid and g.uuid and uuid_key(g.uuid) == uuid_key(uuid)]
         g = match[0] if match else (gpus[0] if len(gpus) == 1 else None)
         limit = g.power_limit_w if g else None
     return temp, limit
@@ -119,14 +113,30 @@ def _owned(b: BenchmarkResult, shard: int, owner: Mapping[str, int]) -> bool:
     return str(b.source.get("kind") or "nsightwrap_bench") not in ("nsightwrap_bench", "nvtx_range")
 
 
-def analyze_merged(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "plain") -> RunResult:
-    """Analyse every shard of the merged run ``run_dir`` and join them (see the module docs)."""
-    from nsightwrap.analysis.load import analyze
+def shard_entries(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The shard entries of a merged manifest, by index."""
+    return sorted((s for s in doc.get("shards") or [] if isinstance(s, Mapping)), key=lambda s: int(s["index"]))
 
+
+def shard_run_dir(run_dir: Path, entry: Mapping[str, Any]) -> Path | None:
+    """The run directory shard ``entry`` left under the merged run, or None (none was written)."""
+    d = Path(run_dir) / str(entry["dir"]) if entry.get("dir") else None
+    return d if d is not None and (d / MANIFEST_NAME).is_file() else None
+
+
+def join_shards(
+    run_dir: Path,
+    doc: Mapping[str, Any],
+    analysed: Mapping[int, RunResult | NsightwrapError],
+    *,
+    tolerance: float = 0.1,
+    clock_ref: str = "plain",
+) -> RunResult:
+    """The merged run's result from each shard's own (``analysed``: by shard index, the shard's
+    ``RunResult`` or the error that stopped its analysis; see the module docs)."""
     run_dir = Path(run_dir)
-    doc = read_merged(run_dir) or {}
     mode = str(doc.get("mode") or "shard")
-    entries = sorted((s for s in doc.get("shards") or [] if isinstance(s, Mapping)), key=lambda s: int(s["index"]))
+    entries = shard_entries(doc)
     owner = {k: int(s["index"]) for s in entries for k in s.get("benchmarks") or []} if mode != MODE_REPLICATE else {}
     order = {k: i for i, k in enumerate(doc.get("order") or [])}
     first: RunResult | None = None
@@ -139,13 +149,11 @@ def analyze_merged(run_dir: Path, *, tolerance: float = 0.1, clock_ref: str = "p
         gpu: Mapping[str, Any] = e["gpu"] if isinstance(e.get("gpu"), Mapping) else {}
         uuid = gpu.get("uuid")
         shard_dir = run_dir / str(e["dir"]) if e.get("dir") else None
-        r: RunResult | None = None
         message = e.get("message")
-        if shard_dir is not None and (shard_dir / "manifest.json").is_file():
-            try:
-                r = analyze(shard_dir, tolerance=tolerance, clock_ref=clock_ref)
-            except NsightwrapError as exc:
-                message = f"{message + '; ' if message else ''}not analysed: {exc}"
+        got = analysed.get(i)
+        r = got if isinstance(got, RunResult) else None
+        if isinstance(got, NsightwrapError):
+            message = f"{message + '; ' if message else ''}not analysed: {got}"
         kept: list[BenchmarkResult] = []
         if r is not None:
             first = first or r

@@ -7,7 +7,6 @@ benchmark's headline is, derives pJ/FLOP and pJ/byte, and pools several processe
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -17,16 +16,11 @@ import pandas as pd
 
 from nsightwrap.analysis.model import BenchmarkResult, PowerStats, RunResult
 from nsightwrap.core.contract import NVTX_DOMAIN
-
-
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        return None
-    return float(v)
+from nsightwrap.core.jsonfile import finite_number
 
 
 def _max(*vals: Any) -> float | None:
-    got = [v for v in (_num(x) for x in vals) if v is not None]
+    got = [v for v in (finite_number(x) for x in vals) if v is not None]
     return max(got) if got else None
 
 
@@ -42,20 +36,20 @@ def power_stats(entry: Mapping[str, Any]) -> PowerStats | None:
     if steady.get("energy_per_call_j") is not None:
         kind, energy, per_call, mean_w = "steady", steady.get("energy_j"), steady["energy_per_call_j"], steady.get("mean_w")
         calls, window, ns = steady.get("calls"), steady.get("duration_s"), steady.get("gpu_ns_per_call")
-        samples = tuple(float(v) for v in steady.get("energy_samples_j") or () if _num(v) is not None)
+        samples = tuple(float(v) for v in steady.get("energy_samples_j") or () if finite_number(v) is not None)
     else:
         # No energy window: energy over the timed loop per call, flushes and holds included.
         n = int(timed.get("samples") or 0) * int((method or {}).get("calls_per_sample") or 1)
         energy, mean_w, window = timed.get("energy_j"), timed.get("mean_w"), timed.get("duration_s")
-        e_loop = _num(energy)
+        e_loop = finite_number(energy)
         per_call = e_loop / n if e_loop is not None and n else None
         kind, calls, ns, samples = "timed_loop", n or None, None, ()
-    flops, nbytes = _num(entry.get("flops")), _num(entry.get("bytes"))
-    e = _num(per_call)
+    flops, nbytes = finite_number(entry.get("flops")), finite_number(entry.get("bytes"))
+    e = finite_number(per_call)
     return PowerStats(
-        energy_j=_num(energy),
+        energy_j=finite_number(energy),
         energy_per_call_j=e,
-        mean_w=_num(mean_w),
+        mean_w=finite_number(mean_w),
         peak_w=_max(timed.get("peak_w"), steady.get("peak_w")),
         peak_temp_c=_max(timed.get("peak_temp_c"), steady.get("peak_temp_c")),
         throttle_reasons=tuple(str(r) for r in p.get("throttle_reasons") or ()),
@@ -64,18 +58,18 @@ def power_stats(entry: Mapping[str, Any]) -> PowerStats | None:
         pj_per_flop=e / flops * 1e12 if e is not None and flops else None,
         pj_per_byte=e / nbytes * 1e12 if e is not None and nbytes else None,
         method=kind,
-        calls=int(c) if (c := _num(calls)) is not None else None,
-        window_s=_num(window),
-        ns_per_call=_num(ns),
-        timed_energy_j=_num(timed.get("energy_j")),
-        timed_s=_num(timed.get("duration_s")),
-        timed_mean_w=_num(timed.get("mean_w")),
-        timed_peak_w=_num(timed.get("peak_w")),
-        start_temp_c=_num(timed.get("start_temp_c")),
-        counter_step_j=_num(p.get("counter_step_j")),
-        counter_update_s=_num(p.get("counter_update_s")),
+        calls=int(c) if (c := finite_number(calls)) is not None else None,
+        window_s=finite_number(window),
+        ns_per_call=finite_number(ns),
+        timed_energy_j=finite_number(timed.get("energy_j")),
+        timed_s=finite_number(timed.get("duration_s")),
+        timed_mean_w=finite_number(timed.get("mean_w")),
+        timed_peak_w=finite_number(timed.get("peak_w")),
+        start_temp_c=finite_number(timed.get("start_temp_c")),
+        counter_step_j=finite_number(p.get("counter_step_j")),
+        counter_update_s=finite_number(p.get("counter_update_s")),
         power_kind=str(p.get("power_kind") or "instant"),
-        thermal_wait_s=_num(guard.get("waited_s")) if isinstance(guard, Mapping) and not guard.get("skipped") else None,
+        thermal_wait_s=finite_number(guard.get("waited_s")) if isinstance(guard, Mapping) and not guard.get("skipped") else None,
         thermal_timed_out=bool(guard.get("timed_out")) if isinstance(guard, Mapping) else False,
     )
 

@@ -8,7 +8,6 @@ docs/reconciliation.md explains the model, each cause and its thresholds.
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,19 +36,19 @@ from nsightwrap.analysis.model import (
     TimerStats,
     Verdict,
 )
-from nsightwrap.core.contract import ITER_PREFIX, kernel_time_copies
+from nsightwrap.core.contract import DIRTY_FLUSHES, ITER_PREFIX, kernel_time_copies
+from nsightwrap.core.intervals import concurrent
+from nsightwrap.core.units import ghz_text as _ghz
+from nsightwrap.core.units import us_text as _us
+from nsightwrap.timer.stats import median_or_none
 
 #: Clocks closer than this (relative) are "the same clock": NVML reports 15 MHz steps.
 CLOCK_SAME = 0.02
 #: Smallest timer excess over nsys busy time named as launch overhead: an empty CUDA-event
-#: window alone measured 1.3 us on an H200.
+#: window alone costs about 1.3 us (``method.empty_window_ns``, docs/timer.md).
 LAUNCH_MIN_NS = 1000.0
 #: Kernels shorter than this are launch-bound candidates under plain CUDA-event timing.
 SHORT_KERNEL_NS = 20_000.0
-#: Sum of op durations above busy time by this share means ops ran concurrently.
-OVERLAP_SHARE = 0.02
-#: Flush methods that leave dirty lines in L2 (the next kernel pays their write-back).
-DIRTY_FLUSHES = frozenset({"zero", "zero_", "memset", "fill", "dirty"})
 
 
 @dataclass(frozen=True)
@@ -69,10 +68,6 @@ class BenchmarkSpec:
     timer: TimerStats | None = None
     #: Where the timing came from (``BenchmarkResult.source``); None: nsightwrap.bench.
     source: Mapping[str, Any] | None = None
-
-
-def _median(values: Sequence[float]) -> float | None:
-    return float(statistics.median(values)) if values else None
 
 
 def base_name(kernel: str) -> str:
@@ -143,14 +138,6 @@ def _mode(values: Sequence[int]) -> int | None:
     return Counter(values).most_common(1)[0][0] if values else None
 
 
-def _us(ns: float | None) -> str:
-    return "n/a" if ns is None else f"{ns / 1e3:.2f} us"
-
-
-def _ghz(hz: float | None) -> str:
-    return "n/a" if hz is None else f"{hz / 1e9:.3f} GHz"
-
-
 def _flush_kind(method: Mapping[str, Any]) -> str | None:
     """The timer's L2 flush: ``None`` (no flush) or its kind (``write+read``, ``zero``, ``yes``)."""
     kind = method.get("flush")
@@ -208,12 +195,12 @@ def overlap_ns(nsys: NsysStats | None) -> float | None:
     """Median per-iteration sum of op durations when ops ran concurrently (else None).
 
     Concurrent means the sum exceeds nsys busy time (the union of the intervals) by more than
-    ``OVERLAP_SHARE``.
+    ``core.intervals.OVERLAP_SHARE`` (``intervals.concurrent``).
     """
     if nsys is None or not nsys.busy_median_ns or not nsys.op_sum_ns:
         return None
-    op_sum = _median(nsys.op_sum_ns) or 0.0
-    return op_sum if op_sum > nsys.busy_median_ns * (1 + OVERLAP_SHARE) else None
+    op_sum = median_or_none(nsys.op_sum_ns) or 0.0
+    return op_sum if concurrent(op_sum, nsys.busy_median_ns) else None
 
 
 def find_causes(
@@ -236,7 +223,7 @@ def find_causes(
         causes.append(dis)
 
     if nsys is not None and nsys.non_kernel_ns:
-        nk = _median(nsys.non_kernel_ns) or 0.0
+        nk = median_or_none(nsys.non_kernel_ns) or 0.0
         copies, sets = _mode(nsys.memcpy_per_iteration) or 0, _mode(nsys.memset_per_iteration) or 0
         share = nk / nsys.busy_median_ns if nsys.busy_median_ns else None
         only_copies = ncu is not None and n_ncu == 0 and not any(nsys.kernels_per_iteration)
@@ -331,7 +318,7 @@ def find_causes(
             )
 
     if timer is not None and t:
-        kernel_med = _median([k.duration_ns for k in ncu.kernels]) if ncu and ncu.kernels else None
+        kernel_med = median_or_none([k.duration_ns for k in ncu.kernels]) if ncu and ncu.kernels else None
         if nsys is not None and nsys.busy_median_ns is not None and any(nsys.busy_ns):
             excess = t - nsys.busy_median_ns
             gap = nsys.gap_median_ns or 0.0
@@ -580,7 +567,14 @@ def amortized_launches(ncu: NcuStats | None, nsys: NsysStats | None) -> int:
     (nsys, else ncu); 1 where a window holds one launch or several different kernels."""
     if nsys is not None and nsys.streams > 1:
         return 1  # kernels side by side on several streams, not one after another
-    names = nsys.kernel_names if nsys is not None and nsys.kernel_names else (ncu.kernel_names if ncu else ())
+    if ncu is not None and ncu.kernels:
+        # ncu's full names: nsys's short ones (vectorized_elementwise_kernel) are shared by
+        # different template instances (a multiply and an add of one graph replay).
+        first = min(k.iteration for k in ncu.kernels)
+        full = [k.kernel for k in ncu.kernels if k.iteration == first]
+        n = len(nsys.kernel_names) if nsys is not None and nsys.kernel_names else len(full)
+        return n if n > 1 and len(set(full)) == 1 else 1
+    names = nsys.kernel_names if nsys is not None and nsys.kernel_names else ()
     if len(names) > 1 and len(set(names)) == 1:
         return len(names)
     return 1

@@ -38,9 +38,11 @@ from nsightwrap.analysis.model import (
     Roofs,
     RunResult,
 )
+from nsightwrap.core.contract import uuid_key
 from nsightwrap.core.errors import NsightwrapError, UsageError
 from nsightwrap.device.roofs import DeviceRoofs, datasheet_roofs, measured_roofs
-from nsightwrap.device.store import RUN_DEVICE_FILE, find_cached, read_device_file, uuid_key
+from nsightwrap.device.store import RUN_DEVICE_FILE, find_cached, read_device_file
+from nsightwrap.timer.stats import median_or_none
 
 #: SIMT instruction counters -> (kind, FLOPs per thread instruction).
 SASS_FLOPS: Mapping[str, tuple[str, float]] = {
@@ -68,7 +70,7 @@ TENSOR_OPS: Mapping[str, tuple[str, float]] = {
 }
 #: The tensor-op counters ``nsightwrap profile --roofline-counters`` adds to the ncu pass (names of
 #: ncu 2025.3 on Hopper; a name a GPU lacks reads n/a, it does not fail the pass). They cost 5 more
-#: replay passes per kernel on an H200 (12 -> 17), so they are not in the default set.
+#: replay passes per kernel (12 -> 17, docs/device.md), so they are not in the default set.
 ROOFLINE_NCU_METRICS = (
     "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
     "sm__ops_path_tensor_src_fp16.sum",
@@ -279,14 +281,6 @@ def _rows_by_benchmark(
     return out
 
 
-def _median(values: Sequence[float]) -> float | None:
-    vals = sorted(values)
-    if not vals:
-        return None
-    mid = len(vals) // 2
-    return vals[mid] if len(vals) % 2 else 0.5 * (vals[mid - 1] + vals[mid])
-
-
 def benchmark_roofline(
     b: BenchmarkResult, roofs: Roofs, kernels: pd.DataFrame | None, flops: float | None, nbytes: float | None,
     iters: dict[int, list[dict[str, Any]]] | None = None,
@@ -315,13 +309,13 @@ def benchmark_roofline(
             for _, kinds, _ in got:
                 for k, v in kinds.items():
                     by_kind[k] = by_kind.get(k, 0.0) + v
-    ncu_flops, ncu_bytes = _median(it_flops), _median(it_bytes)
+    ncu_flops, ncu_bytes = median_or_none(it_flops), median_or_none(it_bytes)
     work_flops, flops_src = (flops, "bench") if flops else (ncu_flops, "ncu" if ncu_flops is not None else "")
     work_bytes, bytes_src = (nbytes, "bench") if nbytes else (ncu_bytes, "ncu dram" if ncu_bytes is not None else "")
     # ncu's time and clock when ncu profiled the benchmark's kernels: both come from the same
     # kernels, so the clock-scaled roof is consistent with the rate. (The timer's on-GPU clock
     # probe can read low while a kernel fills every SM -- 1.28 GHz for a GEMM ncu measured at
-    # 1.54 GHz on an H200 -- which would push the scaled roof down and the % above 100.)
+    # 1.54 GHz where measured -- which would push the scaled roof down and the % above 100.)
     timer_ns = b.timer.median_ns if b.timer is not None and math.isfinite(b.timer.median_ns) else None
     if iters and b.ncu is not None and b.ncu.median_ns:
         time_ns, time_src, clock = b.ncu.median_ns, "ncu", b.ncu.sm_clock_hz

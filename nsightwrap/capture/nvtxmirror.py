@@ -19,26 +19,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from nsightwrap.capture import ranges, rawnvtx
 from nsightwrap.core import contract
-
-#: The library's own push/pop, bound before any patch (the layer's ranges go through these).
-_RAW: dict[str, Any] = {}
-
-
-def raw_push(domain: Any, attributes: Any) -> None:
-    fn = _RAW.get("push")
-    if fn is not None:
-        fn(domain, attributes)
-    else:
-        domain.push_range(attributes)
-
-
-def raw_pop(domain: Any) -> None:
-    fn = _RAW.get("pop")
-    if fn is not None:
-        fn(domain)
-    else:
-        domain.pop_range()
 
 
 class Mirror:
@@ -62,8 +44,6 @@ class Mirror:
         me = threading.get_ident()
         n = self.stale.pop(me, 0) if self.stale else 0
         if n:
-            from nsightwrap.capture import ranges
-
             ranges.pop(n, contract.MIRROR_DOMAIN)
 
     def _open(self, path: str) -> int:
@@ -72,8 +52,6 @@ class Mirror:
             self.counts[path] = k + 1
         if k >= self.iters:
             return 0
-        from nsightwrap.capture import ranges
-
         return ranges.push((contract.mirror_range_name(path), f"{contract.ITER_PREFIX}{k}"), contract.MIRROR_DOMAIN)
 
     def pushed(self, domain: str | None, message: str | None) -> None:
@@ -94,8 +72,6 @@ class Mirror:
             return
         _, n = stack.pop()
         if n:
-            from nsightwrap.capture import ranges
-
             ranges.pop(n, contract.MIRROR_DOMAIN)
         self._drain()
 
@@ -115,8 +91,6 @@ class Mirror:
             return
         tid, n = got
         if tid == threading.get_ident():
-            from nsightwrap.capture import ranges
-
             ranges.pop(n, contract.MIRROR_DOMAIN)
         else:
             with self.lock:
@@ -149,8 +123,7 @@ def patch_nvtx(nvtx_module: Any, iters: int) -> None:
 
     lib = __import__("nvtx._lib.lib", fromlist=["Domain"])
     Domain = lib.Domain
-    _RAW.setdefault("push", Domain.push_range)
-    _RAW.setdefault("pop", Domain.pop_range)
+    rawnvtx.bind(Domain.push_range, Domain.pop_range)
     _mirror = _mirror or Mirror(iters)
     m = _mirror
     o_push, o_pop, o_start, o_end = Domain.push_range, Domain.pop_range, Domain.start_range, Domain.end_range

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nsightwrap.capture.rawnvtx import raw_pop, raw_push
 from nsightwrap.core import contract
 
 _domains: dict[str, Any] = {}
@@ -37,8 +38,6 @@ def push(names: tuple[str, ...] | list[str], domain: str = contract.NVTX_DOMAIN)
     d = _domain(domain)
     if d is None or not hasattr(d, "handle"):  # the DummyDomain of an NVTX with no tool attached
         return 0
-    from nsightwrap.capture.nvtxmirror import raw_push
-
     for n in names:
         a = _attrs.get((domain, n))
         if a is None:
@@ -54,7 +53,5 @@ def pop(count: int, domain: str = contract.NVTX_DOMAIN) -> None:
     d = _domain(domain)
     if d is None:
         return
-    from nsightwrap.capture.nvtxmirror import raw_pop
-
     for _ in range(count):
         raw_pop(d)

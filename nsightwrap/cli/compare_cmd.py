@@ -14,7 +14,8 @@ from rich.console import Console
 
 from nsightwrap.cli import app, err_console, write_output
 from nsightwrap.compare.sides import load_side
-from nsightwrap.compare.verdicts import PRESETS, Comparison, compare
+from nsightwrap.compare.stats import PRESETS
+from nsightwrap.compare.verdicts import Comparison, compare
 from nsightwrap.core.errors import EXIT_FINDINGS, NoCommonBenchmarks, UsageError
 from nsightwrap.export.compare_text import summary
 from nsightwrap.export.escape import terminal_safe
@@ -185,5 +186,6 @@ def report_of(path: Path) -> Mapping[str, Any]:
     """The report document of a run directory: the analysis, in the report JSON's form."""
     from nsightwrap.analysis.load import analyze
     from nsightwrap.export.jsonio import report_to_dict
+    from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
-    return report_to_dict(analyze(path))
+    return report_to_dict(analyze(path, read_ncu=read_ncu_rep_isolated))

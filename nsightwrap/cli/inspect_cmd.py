@@ -60,8 +60,14 @@ def inspect(
     # pandas and the parsers load here, not at start-up: `nsightwrap --help` stays quick.
     from nsightwrap.analysis.inspection import load_view
     from nsightwrap.export.frames import write_frame
+    from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
+    from nsightwrap.run.nsys_export import export_nsys_sqlite
 
-    view = load_view(report, by.value, nsys)
+    # The tools are bound here: nsys exports a .nsys-rep, and the native ncu reader runs in a
+    # child process, so that its crash becomes one line, not a dead inspect.
+    view = load_view(
+        report, by.value, export_nsys=lambda rep: export_nsys_sqlite(rep, nsys), read_ncu=read_ncu_rep_isolated
+    )
     write_frame(
         view.frame, fmt.value, title=view.title, table_columns=view.table_columns, md_columns=view.md_columns
     )

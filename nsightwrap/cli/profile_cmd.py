@@ -236,7 +236,10 @@ def _analyze(root: Path, out: Console, err: Console, *, show: bool) -> int:
             raise
         return EXIT_OK
     try:
-        result = analyze(root)
+        from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
+
+        # The native ncu reader in a child process: its crash costs the ncu numbers, not the run.
+        result = analyze(root, read_ncu=read_ncu_rep_isolated)
         if show:
             print_report(result, out)
     except NsightwrapError as exc:

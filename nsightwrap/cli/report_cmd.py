@@ -71,12 +71,17 @@ def report_command(
     Roofline against measured ceilings: nsightwrap device, then nsightwrap report RUN (or --device-file FILE)
     """
     from nsightwrap.analysis.load import analyze
+    from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
     if not run_dir.is_dir():
         raise InputNotFound(f"{run_dir}: not a run directory", hint="give the directory nsightwrap profile wrote (-o)")
     if not 0 < tolerance < 1000:
         raise UsageError(f"--tolerance {tolerance} is out of range", hint="give a percentage, e.g. --tolerance 10")
-    result = analyze(run_dir, tolerance=tolerance / 100.0, clock_ref=clock_ref, device_file=device_file)
+    # The native ncu reader in a child process: its crash costs the ncu numbers, not the report.
+    result = analyze(
+        run_dir, tolerance=tolerance / 100.0, clock_ref=clock_ref, device_file=device_file,
+        read_ncu=read_ncu_rep_isolated,
+    )  # fmt: skip
     if fmt is Format.table:
         from nsightwrap.export.terminal import print_report
 

@@ -2,7 +2,7 @@
 
 The samples are the timer's energy per call of each block of its energy window (``power``
 records; docs/power.md), and the statistics are those of the time verdicts
-(``compare.verdicts``): Mann-Whitney U at ``alpha``, a bootstrap interval of the ratio of
+(``compare.stats``): Mann-Whitney U at ``alpha``, a bootstrap interval of the ratio of
 medians against ``threshold``. There is no cycles check: energy does not scale out with the
 clock the way time does (a lower clock usually costs less energy per call), so a clock change is
 named in the message, not subtracted.
@@ -14,17 +14,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nsightwrap.compare.verdicts import (
+from nsightwrap.compare.stats import (
     Interval,
     Reason,
-    Samples,
     Settings,
-    Side,
     Spread,
     Verdict,
-    _ci,
-    _direction,
     bootstrap_median_ratio,
+    ci_text,
+    direction,
     mann_whitney_u,
     spread,
 )
@@ -69,9 +67,9 @@ def judge_energy(
         return EnergyVerdict(key, Verdict.AMBIGUOUS, Reason.TOO_FEW_SAMPLES, msg, sb, sc, None, None)
     ratio = bootstrap_median_ratio(base, cur, confidence=s.confidence, resamples=s.resamples, seed=s.seed)
     p = mann_whitney_u(cur, base).p_value
-    verdict, reason = _direction(ratio, p, s)
+    verdict, reason = direction(ratio, p, s)
     thr = f"{s.threshold * 100:g}%"
-    head = f"energy/call {_ci(ratio)}, p={p:.2g}"
+    head = f"energy/call {ci_text(ratio)}, p={p:.2g}"
     if verdict is Verdict.SLOWER:
         msg = f"more energy per call: {head}"
     elif verdict is Verdict.FASTER:
@@ -83,14 +81,3 @@ def judge_energy(
     else:
         msg = f"{head}: past the {thr} threshold but not significant (alpha {s.alpha:g})"
     return EnergyVerdict(key, verdict, reason, msg, sb, sc, ratio, p)
-
-
-def energy_verdicts(baseline: Side, current: Side, settings: Settings | None = None) -> tuple[EnergyVerdict, ...]:
-    """Energy verdicts of the benchmarks with energy samples on both sides, in baseline order."""
-    b, c = baseline.by_key(), current.by_key()
-    out = []
-    for k, sb in b.items():
-        sc: Samples | None = c.get(k)
-        if sc is not None and sb.energy_j and sc.energy_j:
-            out.append(judge_energy(k, sb.energy_j, sc.energy_j, settings))
-    return tuple(out)

@@ -137,3 +137,19 @@ def kernel_time_copies(method: Mapping[str, Any]) -> tuple[float, float | None] 
         return None
     ns = kt.get("copy_ns_per_call")
     return float(count), float(ns) if isinstance(ns, (int, float)) else None
+
+
+#: Values of a sidecar entry's ``method.flush`` (the timer's ``write+read``, the flushes a captured
+#: timing names) that leave dirty lines in the L2: the next kernel pays their write-back.
+DIRTY_FLUSHES = frozenset({"zero", "zero_", "memset", "fill", "dirty"})
+#: Values of ``method.flush`` that leave the L2 clean, as ncu's cache control does.
+CLEAN_FLUSHES = frozenset({"write+read", "clean", "write_read"})
+
+
+def uuid_key(uuid: str | None) -> str | None:
+    """One GPU UUID as every reader spells it: ``GPU-6F1C...`` (NVML, nvidia-smi) and ``6f1c...``
+    (torch) -> ``6f1c...``; None when unknown."""
+    if not uuid:
+        return None
+    key = str(uuid).strip().lower().removeprefix("gpu-")
+    return key or None

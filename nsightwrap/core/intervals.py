@@ -11,6 +11,16 @@ from collections.abc import Hashable
 import numpy as np
 import pandas as pd
 
+#: Interval lengths summing to more than their union (busy time) by this share ran concurrently
+#: (ops on several streams); less is the rounding of the trace's timestamps.
+OVERLAP_SHARE = 0.02
+
+
+def concurrent(length_sum: float, busy: float) -> bool:
+    """Whether intervals whose lengths sum to ``length_sum`` and whose union is ``busy`` long
+    overlapped by more than ``OVERLAP_SHARE``."""
+    return length_sum > busy * (1 + OVERLAP_SHARE)
+
 
 def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Merge overlapping or touching intervals; returns the sorted, disjoint (starts, ends)."""

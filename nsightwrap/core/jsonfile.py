@@ -6,6 +6,7 @@ Standard library only: the timer, inside the user's process, writes its sidecar 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Mapping
@@ -58,3 +59,10 @@ def read_json_object(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ReportParseError(f"{what} {path}: expected a JSON object at the top level")
     return doc
+
+
+def finite_number(v: Any) -> float | None:
+    """A JSON value as a finite float: None for null, booleans, strings, NaN and infinities."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return float(v)

@@ -1,19 +1,30 @@
-"""The run directory, read side: its layout (the paths of every pass's files) and its manifest
-read back, checked. Below the analysis, which reads run directories; run/rundir.py writes them
-(and re-exports these names for its writers).
+"""The run directory, read side: its layout (the paths of every pass's files), its manifest read
+back, checked, and the merged manifest of a run merged from shards. Below the analysis, which
+reads run directories; run/rundir.py and run/merge.py write them (and re-export these names for
+their writers).
 
 Manifest format history (``"format": "nsightwrap-run"``):
+  version 1 (nsightwrap 0.1.0): first version.
+Merged manifest history (``"format": "nsightwrap-merged"``):
   version 1 (nsightwrap 0.1.0): first version.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from nsightwrap.core.contract import PASS_NCU, PASS_NSYS, PASS_PLAIN
-from nsightwrap.core.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
+from nsightwrap.core.errors import (
+    FormatVersionError,
+    InputNotFound,
+    NsightwrapError,
+    PathEscape,
+    ReportParseError,
+    UsageError,
+)
 from nsightwrap.core.jsonfile import read_json_object
 
 MANIFEST_FORMAT = "nsightwrap-run"
@@ -29,8 +40,13 @@ DURATION_PASS = "ncu-duration"
 #: The clock sweep's two passes, in the order they run (right after the ncu pass).
 SWEEP_PASSES = (DURATION_PASS, CLOCK_SWEEP_PASS)
 #: ``format`` of the manifest of a run merged from shards (``nsightwrap merge``, ``--gpus``;
-#: written and read by nsightwrap.run.merge, documented in docs/cluster.md).
+#: written by nsightwrap.run.merge, read here, documented in docs/cluster.md).
 MERGED_FORMAT = "nsightwrap-merged"
+MERGED_VERSION = 1
+#: How a merged run's shards split the benchmarks: each benchmark on one GPU, or every
+#: benchmark on every GPU (``--replicate``).
+MODE_SHARD = "shard"
+MODE_REPLICATE = "replicate"
 DEFAULT_ROOT = "nsightwrap-runs"
 
 
@@ -156,3 +172,56 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
             hint="use the nsightwrap version that made the run",
         )
     return data
+
+
+def read_merged(run_dir: Path) -> dict[str, Any] | None:
+    """The merged manifest of ``run_dir``, or None when it is not a merged run."""
+    path = Path(run_dir) / MANIFEST_NAME
+    if not path.is_file():
+        return None
+    doc = read_json_object(path, "run manifest")
+    if doc.get("format") != MERGED_FORMAT:
+        return None
+    if doc.get("version") != MERGED_VERSION:
+        raise FormatVersionError(
+            f"{path} has merged-run version {doc.get('version')!r}; this nsightwrap reads {MERGED_VERSION}",
+            hint="use the nsightwrap version that merged the run",
+        )
+    for s in doc.get("shards") or []:
+        if isinstance(s, Mapping) and s.get("dir"):
+            check_inside(Path(run_dir), str(s["dir"]), path)
+    return doc
+
+
+def check_inside(run_dir: Path, rel: str, manifest: Path) -> None:
+    """Refuse a shard directory that leaves the run (absolute, ``..``, or a link out of it):
+    a manifest is data, and must never make report read, or merge link, files elsewhere."""
+    p = Path(rel)
+    root = Path(run_dir).resolve()
+    if p.is_absolute() or ".." in p.parts or not (root / p).resolve().is_relative_to(root):
+        raise PathEscape(
+            f"{manifest}: shard directory {rel!r} is outside the run directory",
+            hint="a merged run's shards live under its shards/ folder; merge the shards again",
+        )
+
+
+def is_merged(run_dir: Path) -> bool:
+    """Whether ``run_dir`` is a merged run (``nsightwrap merge`` or ``profile --gpus``)."""
+    try:
+        return read_merged(run_dir) is not None
+    except PathEscape:  # a merged run, and a hostile one: never read as a plain run
+        raise
+    except NsightwrapError:
+        return False
+
+
+def shard_dirs(run_dir: Path) -> list[tuple[int, Path]]:
+    """(index, directory) of each shard of a merged run that left a run directory."""
+    doc = read_merged(run_dir) or {}
+    out = []
+    for s in doc.get("shards") or []:
+        if isinstance(s, Mapping) and s.get("dir"):
+            d = Path(run_dir) / str(s["dir"])
+            if (d / MANIFEST_NAME).is_file():
+                out.append((int(s["index"]), d))
+    return out

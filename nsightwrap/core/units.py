@@ -128,3 +128,14 @@ def format_ns(ns: float | None, digits: int = 4, missing: str = "-") -> str:
         if abs(ns) >= scale:
             return f"{ns / scale:.{digits}g} {unit}"
     return f"{ns:.{digits}g} ns"
+
+
+def us_text(ns: float | None, digits: int = 2, missing: str = "n/a") -> str:
+    """A time in ns as microseconds with ``digits`` decimals (``17.31 us``), the unit the
+    analysis's notes and causes speak in; ``missing`` when unknown."""
+    return missing if ns is None else f"{ns / 1e3:.{digits}f} us"
+
+
+def ghz_text(hz: float | None, digits: int = 3, missing: str = "n/a") -> str:
+    """A clock in Hz as GHz with ``digits`` decimals (``1.980 GHz``); ``missing`` when unknown."""
+    return missing if hz is None else f"{hz / 1e9:.{digits}f} GHz"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from nsightwrap.core.contract import uuid_key
 from nsightwrap.core.errors import FormatVersionError, ReportParseError
 from nsightwrap.core.jsonfile import read_json_object, write_json_atomic
 from nsightwrap.core.unpack import cache_root
@@ -24,14 +25,6 @@ DEVICE_VERSION = 1
 READABLE_VERSIONS = (1,)
 #: The device file's name inside a run directory's ``env/``.
 RUN_DEVICE_FILE = "device.json"
-
-
-def uuid_key(uuid: str | None) -> str | None:
-    """``GPU-6F1C...`` (NVML), ``6f1c...`` (torch) -> ``6f1c...``; None when unknown."""
-    if not uuid:
-        return None
-    key = str(uuid).strip().lower().removeprefix("gpu-")
-    return key or None
 
 
 def cache_dir() -> Path:

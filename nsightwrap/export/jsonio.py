@@ -53,7 +53,6 @@ from nsightwrap.export import reportfmt as f
 from nsightwrap.export.registry import exporter
 from nsightwrap.export.roofline_json import roofline_from_dict, roofs_from_dict
 
-
 _ENUMS = (CauseCode, ClockModel, Verdict)
 _FIELDS: dict[type, tuple[str, ...]] = {}
 

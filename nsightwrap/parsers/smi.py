@@ -61,9 +61,9 @@ class GpuInfo:
 _NA = {"", "N/A", "[N/A]", "[Not Supported]", "Not Supported", "[Unknown Error]"}
 
 
-def _text(node: etree._Element, path: str) -> str | None:
-    """The text at ``path``, None when absent or one of nvidia-smi's not-available words (shared
-    with smi_state: one reading of the XML for both)."""
+def text_at(node: etree._Element, path: str) -> str | None:
+    """The text at ``path``, None when absent or one of nvidia-smi's not-available words (this
+    module's and smi_state's: one reading of the XML for both)."""
     found = node.find(path)
     if found is None or found.text is None:
         return None
@@ -71,10 +71,10 @@ def _text(node: etree._Element, path: str) -> str | None:
     return None if text in _NA else text
 
 
-def _quantity(node: etree._Element, *paths: str) -> float | None:
+def quantity_at(node: etree._Element, *paths: str) -> float | None:
     """First of ``paths`` that holds a number (``"1980 MHz"`` -> 1.98e9), else None."""
     for path in paths:
-        text = _text(node, path)
+        text = text_at(node, path)
         if text is None:
             continue
         try:
@@ -88,9 +88,9 @@ def _quantity(node: etree._Element, *paths: str) -> float | None:
 
 def _clocks(gpu: etree._Element, tag: str) -> Clocks:
     return Clocks(
-        graphics_hz=_quantity(gpu, f"{tag}/graphics_clock"),
-        sm_hz=_quantity(gpu, f"{tag}/sm_clock"),
-        mem_hz=_quantity(gpu, f"{tag}/mem_clock"),
+        graphics_hz=quantity_at(gpu, f"{tag}/graphics_clock"),
+        sm_hz=quantity_at(gpu, f"{tag}/sm_clock"),
+        mem_hz=quantity_at(gpu, f"{tag}/mem_clock"),
     )
 
 
@@ -111,40 +111,55 @@ def active_reasons(gpu: etree._Element) -> tuple[str, ...]:
 
 
 def _gpu_info(index: int, gpu: etree._Element, root: etree._Element) -> GpuInfo:
-    persistence = _text(gpu, "persistence_mode")
+    persistence = text_at(gpu, "persistence_mode")
     return GpuInfo(
         index=index,
-        name=_text(gpu, "product_name") or "unknown GPU",
-        uuid=_text(gpu, "uuid"),
-        pci_bus_id=_text(gpu, "pci/pci_bus_id") or gpu.get("id"),
-        architecture=_text(gpu, "product_architecture"),
-        driver_version=_text(root, "driver_version"),
-        cuda_version=_text(root, "cuda_version"),
+        name=text_at(gpu, "product_name") or "unknown GPU",
+        uuid=text_at(gpu, "uuid"),
+        pci_bus_id=text_at(gpu, "pci/pci_bus_id") or gpu.get("id"),
+        architecture=text_at(gpu, "product_architecture"),
+        driver_version=text_at(root, "driver_version"),
+        cuda_version=text_at(root, "cuda_version"),
         clocks=_clocks(gpu, "clocks"),
         applications_clocks=_clocks(gpu, "applications_clocks"),
         default_applications_clocks=_clocks(gpu, "default_applications_clocks"),
         max_clocks=_clocks(gpu, "max_clocks"),
         clock_event_reasons=active_reasons(gpu),
         # newer drivers: gpu_power_readings/average_power_draw; older: power_readings/power_draw
-        power_draw_w=_quantity(
+        power_draw_w=quantity_at(
             gpu,
             "gpu_power_readings/average_power_draw",
             "gpu_power_readings/power_draw",
             "power_readings/power_draw",
             "gpu_power_readings/instant_power_draw",
         ),
-        power_limit_w=_quantity(
+        power_limit_w=quantity_at(
             gpu,
             "gpu_power_readings/current_power_limit",
             "gpu_power_readings/power_limit",
             "power_readings/power_limit",
             "power_readings/enforced_power_limit",
         ),
-        temperature_c=_quantity(gpu, "temperature/gpu_temp"),
+        temperature_c=quantity_at(gpu, "temperature/gpu_temp"),
         persistence_mode=None if persistence is None else persistence == "Enabled",
-        compute_mode=_text(gpu, "compute_mode"),
-        performance_state=_text(gpu, "performance_state"),
+        compute_mode=text_at(gpu, "compute_mode"),
+        performance_state=text_at(gpu, "performance_state"),
     )
+
+
+def parse_smi_xml(data: bytes, where: str) -> etree._Element:
+    """The ``<nvidia_smi_log>`` root of an ``nvidia-smi -q -x`` document (``where`` names it in
+    errors); ReportParseError for anything else."""
+    # no_network: the document names a DTD that must not be fetched; entities are not expanded.
+    parser = etree.XMLParser(no_network=True, resolve_entities=False, load_dtd=False)
+    try:
+        root = etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as exc:
+        raise ReportParseError(f"{where}: not valid XML ({exc})", hint=XML_HINT) from None
+    if root is None or root.tag != "nvidia_smi_log":
+        tag = f" (root element <{root.tag}>)" if root is not None else ""
+        raise ReportParseError(f"{where}: not nvidia-smi XML{tag}", hint=XML_HINT)
+    return root
 
 
 def read_smi_xml_all(path: str | Path) -> list[GpuInfo]:
@@ -152,14 +167,7 @@ def read_smi_xml_all(path: str | Path) -> list[GpuInfo]:
     p = Path(path)
     if not p.is_file():
         raise InputNotFound(f"{p}: no such nvidia-smi XML file", hint=XML_HINT)
-    # no_network: the file names a DTD that must not be fetched; entities are not expanded.
-    parser = etree.XMLParser(no_network=True, resolve_entities=False, load_dtd=False)
-    try:
-        root = etree.parse(str(p), parser).getroot()
-    except etree.XMLSyntaxError as exc:
-        raise ReportParseError(f"{p}: not valid XML ({exc})", hint=XML_HINT) from None
-    if root.tag != "nvidia_smi_log":
-        raise ReportParseError(f"{p}: not nvidia-smi XML (root element <{root.tag}>)", hint=XML_HINT)
+    root = parse_smi_xml(p.read_bytes(), str(p))
     gpus = root.findall("gpu")
     if not gpus:
         raise ReportParseError(f"{p}: nvidia-smi XML lists no GPU", hint=XML_HINT)

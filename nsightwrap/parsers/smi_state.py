@@ -14,13 +14,10 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from nsightwrap.core.errors import ReportParseError
-
-# The XML's values are read as smi.py reads them (one module for nvidia-smi's XML; this one keeps
-# only what doctor needs of it).
-from nsightwrap.parsers.smi import XML_HINT as _HINT
-from nsightwrap.parsers.smi import _quantity as _qty
-from nsightwrap.parsers.smi import _text, active_reasons
+# The XML is parsed and its values read as smi.py does (one reading of nvidia-smi's XML; this
+# module keeps only what doctor needs of it).
+from nsightwrap.parsers.smi import active_reasons, parse_smi_xml, text_at
+from nsightwrap.parsers.smi import quantity_at as _qty
 
 
 @dataclass(frozen=True)
@@ -78,12 +75,12 @@ def _margin(gpu: etree._Element, temp: float | None) -> float | None:
 def _processes(gpu: etree._Element) -> tuple[GpuProcess, ...]:
     out = []
     for p in gpu.findall("processes/process_info"):
-        pid = _text(p, "pid")
+        pid = text_at(p, "pid")
         out.append(
             GpuProcess(
                 pid=int(pid) if pid and pid.isdigit() else None,
-                name=_text(p, "process_name"),
-                kind=_text(p, "type"),
+                name=text_at(p, "process_name"),
+                kind=text_at(p, "type"),
                 used_memory_bytes=_qty(p, "used_memory"),
             )
         )
@@ -94,13 +91,13 @@ def _state(index: int, gpu: etree._Element, root: etree._Element) -> GpuState:
     temp = _qty(gpu, "temperature/gpu_temp")
     return GpuState(
         index=index,
-        name=_text(gpu, "product_name") or "unknown GPU",
-        uuid=_text(gpu, "uuid"),
-        pci_bus_id=_text(gpu, "pci/pci_bus_id") or gpu.get("id"),
-        driver_version=_text(root, "driver_version"),
-        cuda_version=_text(root, "cuda_version"),
-        persistence_mode=_text(gpu, "persistence_mode"),
-        performance_state=_text(gpu, "performance_state"),
+        name=text_at(gpu, "product_name") or "unknown GPU",
+        uuid=text_at(gpu, "uuid"),
+        pci_bus_id=text_at(gpu, "pci/pci_bus_id") or gpu.get("id"),
+        driver_version=text_at(root, "driver_version"),
+        cuda_version=text_at(root, "cuda_version"),
+        persistence_mode=text_at(gpu, "persistence_mode"),
+        performance_state=text_at(gpu, "performance_state"),
         sm_clock_hz=_qty(gpu, "clocks/sm_clock", "clocks/graphics_clock"),
         max_sm_clock_hz=_qty(gpu, "max_clocks/sm_clock", "max_clocks/graphics_clock"),
         app_graphics_clock_hz=_qty(gpu, "applications_clocks/graphics_clock"),
@@ -108,9 +105,9 @@ def _state(index: int, gpu: etree._Element, root: etree._Element) -> GpuState:
         active_reasons=active_reasons(gpu),
         temperature_c=temp,
         slowdown_margin_c=_margin(gpu, temp),
-        mig_mode=_text(gpu, "mig_mode/current_mig"),
-        ecc_mode=_text(gpu, "ecc_mode/current_ecc"),
-        ecc_pending=_text(gpu, "ecc_mode/pending_ecc"),
+        mig_mode=text_at(gpu, "mig_mode/current_mig"),
+        ecc_mode=text_at(gpu, "ecc_mode/current_ecc"),
+        ecc_pending=text_at(gpu, "ecc_mode/pending_ecc"),
         power_limit_w=_qty(gpu, "gpu_power_readings/current_power_limit", "power_readings/power_limit",
                            "power_readings/enforced_power_limit"),  # fmt: skip
         default_power_limit_w=_qty(gpu, "gpu_power_readings/default_power_limit",
@@ -123,12 +120,5 @@ def _state(index: int, gpu: etree._Element, root: etree._Element) -> GpuState:
 
 def parse_gpu_states(xml: str | bytes, where: str = "nvidia-smi -q -x") -> list[GpuState]:
     """Every GPU of an ``nvidia-smi -q -x`` document, in nvidia-smi's index order."""
-    data = xml.encode() if isinstance(xml, str) else xml
-    parser = etree.XMLParser(no_network=True, resolve_entities=False, load_dtd=False)
-    try:
-        root = etree.fromstring(data, parser)
-    except etree.XMLSyntaxError as exc:
-        raise ReportParseError(f"{where}: not valid XML ({exc})", hint=_HINT) from None
-    if root is None or root.tag != "nvidia_smi_log":
-        raise ReportParseError(f"{where}: not nvidia-smi XML", hint=_HINT)
+    root = parse_smi_xml(xml.encode() if isinstance(xml, str) else xml, where)
     return [_state(i, g, root) for i, g in enumerate(root.findall("gpu"))]

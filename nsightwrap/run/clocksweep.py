@@ -2,14 +2,14 @@
 ``--clock-control none`` (the duration pass) and at ``--clock-control base`` (the base pass).
 
 ncu at ``--clock-control none`` measures each kernel at whatever clock the GPU chose; at
-``--clock-control base`` ncu locks a lower clock (1.27-1.49 GHz on an H200, against 1.59-1.98
-without). The two (clock, duration) pairs of one kernel give its clock elasticity ``e``
+``--clock-control base`` ncu locks a lower clock (1.27-1.49 GHz, against 1.59-1.98 without,
+where measured). The two (clock, duration) pairs of one kernel give its clock elasticity ``e``
 (duration ~ f**-e; ``analysis.clocks.attach_base``), which carries its duration to any other
 clock: measured, instead of guessed from throughput counters.
 
 Both passes collect the same two metrics, so ``e`` compares like with like: ncu's reading of a
 kernel moves with what else it collects. The ncu pass's counters take 12 replay passes per kernel
-on an H200, with gigabytes of device memory saved and restored around them, and read a bf16 GEMV
+(docs/profile.md), with gigabytes of device memory saved and restored around them, and read a bf16 GEMV
 5.6% longer than ncu's one-pass reading (docs/timer-accuracy.md). So the duration pass's
 durations are the ones the analysis uses (``analysis.clocks.attach_durations``); the ncu pass
 keeps its counters.

@@ -39,7 +39,7 @@ from nsightwrap.run.tools import (
 )
 
 #: Lowest versions nsightwrap works with (the floors of pyproject.toml, proven by
-#: ``make test-lowest``), and the versions it was tested with on an NVIDIA H200.
+#: ``make test-lowest``), and the versions it was tested with on a GPU (docs/doctor.md).
 FLOORS = {
     "nvtx": "0.2.15",
     "ncu-report": "2026.3.1",
@@ -462,8 +462,8 @@ def check_gpu_state(s: GpuState, all_states: Sequence[GpuState]) -> list[Check]:
         out.append(Check("application clocks", Status.OK, f"default ({_mhz(dflt)})", {"applications_hz": app, "default_hz": dflt}, None, g))
     held = "applications_clocks_setting" in s.active_reasons
     others = [r for r in s.active_reasons if r not in ("gpu_idle", "applications_clocks_setting")]
-    # An idle GPU drops its clock (an H200 idles at 345 MHz): only a busy or non-idle one below
-    # its maximum with no other reason says the clocks are held down by a setting.
+    # An idle GPU drops its clock far below its maximum (docs/doctor.md): only a busy or non-idle
+    # one below its maximum with no other reason says the clocks are held down by a setting.
     low_idle = (
         "gpu_idle" not in s.active_reasons and s.performance_state == "P0" and s.sm_clock_hz is not None
         and s.max_sm_clock_hz is not None and s.sm_clock_hz < 0.97 * s.max_sm_clock_hz and not others

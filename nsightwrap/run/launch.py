@@ -42,8 +42,8 @@ DEFAULT_NCU_METRICS = (
     "dram__throughput.avg.pct_of_peak_sustained_elapsed",
     "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
     "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
-    # FP32 adds and multiplies, for the roofline's FLOP count (no extra replay pass on an H200:
-    # 12 passes with or without them, docs/device.md).
+    # FP32 adds and multiplies, for the roofline's FLOP count: they cost no extra replay pass
+    # (12 passes with or without them where measured, docs/device.md).
     "sm__sass_thread_inst_executed_op_fadd_pred_on.sum",
     "sm__sass_thread_inst_executed_op_fmul_pred_on.sum",
     "sm__inst_executed_pipe_tensor.sum",

@@ -12,8 +12,8 @@ rule), every shard 0..N-1 present once, one GPU model and one nsightwrap version
 ``allow_mixed``), and, from each shard's dealing logs, every benchmark owned by exactly one
 shard. Each refusal is one UsageError line (exit 2).
 
-Merged manifest history (``"format": "nsightwrap-merged"``):
-  version 1 (nsightwrap 0.1.0): first version.
+The merged manifest is read back by ``nsightwrap.core.rundir`` (``read_merged``), which keeps
+its format history.
 """
 
 from __future__ import annotations
@@ -33,74 +33,29 @@ from nsightwrap.core.errors import (
     EXIT_OK,
     EXIT_TIMEOUT,
     EXIT_TOOL_FAILED,
-    FormatVersionError,
     InputNotFound,
     NsightwrapError,
-    PathEscape,
     ReportParseError,
     UsageError,
 )
 from nsightwrap.core.jsonfile import read_json_object, write_json_atomic
+from nsightwrap.core.rundir import (
+    MANIFEST_FORMAT,
+    MANIFEST_NAME,
+    MERGED_FORMAT,
+    MERGED_VERSION,
+    MODE_REPLICATE,
+    MODE_SHARD,
+    RunLayout,
+    read_manifest,
+    read_merged,
+    shard_dirs,
+)
 from nsightwrap.core.shard import hash_slot
-from nsightwrap.run.rundir import MANIFEST_FORMAT, MANIFEST_NAME, MERGED_FORMAT, RunLayout, read_manifest
-from nsightwrap.run.shards import MODE_REPLICATE, MODE_SHARD, Dealt, read_dealt
+from nsightwrap.run.shards import Dealt, read_dealt
 
-MERGED_VERSION = 1
 SHARDS_DIR = "shards"
 LOGS_DIR = "logs"
-
-
-def read_merged(run_dir: Path) -> dict[str, Any] | None:
-    """The merged manifest of ``run_dir``, or None when it is not a merged run."""
-    path = Path(run_dir) / MANIFEST_NAME
-    if not path.is_file():
-        return None
-    doc = read_json_object(path, "run manifest")
-    if doc.get("format") != MERGED_FORMAT:
-        return None
-    if doc.get("version") != MERGED_VERSION:
-        raise FormatVersionError(
-            f"{path} has merged-run version {doc.get('version')!r}; this nsightwrap reads {MERGED_VERSION}",
-            hint="use the nsightwrap version that merged the run",
-        )
-    for s in doc.get("shards") or []:
-        if isinstance(s, Mapping) and s.get("dir"):
-            check_inside(Path(run_dir), str(s["dir"]), path)
-    return doc
-
-
-def check_inside(run_dir: Path, rel: str, manifest: Path) -> None:
-    """Refuse a shard directory that leaves the run (absolute, ``..``, or a link out of it):
-    a manifest is data, and must never make report read, or merge link, files elsewhere."""
-    p = Path(rel)
-    root = Path(run_dir).resolve()
-    if p.is_absolute() or ".." in p.parts or not (root / p).resolve().is_relative_to(root):
-        raise PathEscape(
-            f"{manifest}: shard directory {rel!r} is outside the run directory",
-            hint="a merged run's shards live under its shards/ folder; merge the shards again",
-        )
-
-
-def is_merged(run_dir: Path) -> bool:
-    """Whether ``run_dir`` is a merged run (``nsightwrap merge`` or ``profile --gpus``)."""
-    try:
-        return read_merged(run_dir) is not None
-    except PathEscape:  # a merged run, and a hostile one: never read as a plain run
-        raise
-    except NsightwrapError:
-        return False
-
-
-def shard_dirs(run_dir: Path) -> list[tuple[int, Path]]:
-    """(index, directory) of each shard of a merged run that left a run directory."""
-    doc = read_merged(run_dir) or {}
-    out = []
-    for s in doc.get("shards") or []:
-        if isinstance(s, Mapping) and s.get("dir"):
-            d = Path(run_dir) / str(s["dir"])
-            if (d / MANIFEST_NAME).is_file():
-                out.append((int(s["index"]), d))
-    return out
 
 
 # --------------------------------------------------------------------------- reading shards

@@ -644,10 +644,10 @@ def kernel_cap_args(cap: int) -> list[str]:
 
 
 #: Rough cost of each pass as a multiple of the plain pass's wall time, before the ncu pass has
-#: run (the figures of issue 29 on an H200: ncu 3.9x, nsys 3.7x, the sweep's passes 1.1-1.4x).
+#: run (measured: ncu 3.9x, nsys 3.7x, the sweep's passes 1.1-1.4x).
 _ESTIMATE_X = {PASS_PLAIN: 1.0, PASS_NCU: 3.0, PASS_NSYS: 3.0}
 #: Each pass of the clock sweep against the ncu pass it repeats with two metrics (one replay per
-#: kernel instead of 12): 0.29x and 0.36x in issue 29's sweep.
+#: kernel instead of 12): 0.29x and 0.36x where measured.
 _SWEEP_OF_NCU = 0.4
 
 

@@ -23,12 +23,10 @@ from typing import Any
 from nsightwrap.core.contract import ENV_SHARD, ENV_SHARD_BY, PASS_NCU, PASSES, SIDECAR_GLOB
 from nsightwrap.core.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, ToolNotFound, UsageError
 from nsightwrap.core.jsonfile import read_json_object
+from nsightwrap.core.rundir import MANIFEST_NAME, MODE_REPLICATE, MODE_SHARD, RunLayout
 from nsightwrap.core.shard import LOG_GLOB, SHARD_BY, parse_shard, read_log
 from nsightwrap.run.launch import Background, probe
-from nsightwrap.run.rundir import MANIFEST_NAME, RunLayout
 
-MODE_SHARD = "shard"
-MODE_REPLICATE = "replicate"
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 
 

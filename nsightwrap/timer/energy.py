@@ -3,10 +3,11 @@ record of a benchmark (sidecar field; docs/power.md).
 
 Why a window of its own: the timed samples are spaced by L2 flushes (2x the L2 written and read)
 and GPU sleeps that hold the queue, which dominate the energy of a short kernel; and NVML's
-energy counter moves in steps of ~100 ms (H200), so a window must hold several steps. The energy
+energy counter moves in steps (every ~100 ms where measured, docs/power.md), so a window must
+hold several steps. The energy
 window calls ``fn`` back to back (no flush, no sleep) for ``energy_s`` seconds (default 1 s,
 ``NSIGHTWRAP_ENERGY_S`` to change it, 0 to turn it off) between two CUDA events. Power is the
-counter's whole steps inside the window (``nvml.counter_power``); energy per call is that power
+counter's whole steps inside the window (``traces.counter_power``); energy per call is that power
 times the GPU time per call in the window, and each step gives one sample of it, which is what
 ``compare`` judges. The timed loop's own power, peak power and temperature are kept beside it
 (``timed``).
@@ -24,10 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from nsightwrap.timer.nvml import (
+from nsightwrap.timer.traces import (
     THROTTLE_MASK,
     ClockTrace,
-    NvmlSampler,
     PowerTrace,
     counter_power,
     counter_resolution,
@@ -36,7 +36,8 @@ from nsightwrap.timer.nvml import (
     reason_names,
 )
 
-#: Default length of the energy window (s): about 8 whole steps of an H200's 100 ms counter.
+#: Default length of the energy window (s): about 8 whole steps of a counter that moves every
+#: 100 ms (docs/power.md).
 ENERGY_S = 1.0
 #: Environment variable that sets the default (``0`` turns the window off).
 ENV_ENERGY_S = "NSIGHTWRAP_ENERGY_S"
@@ -56,15 +57,15 @@ def energy_window(
     runner: Callable[[], Any],
     calls_per_run: int,
     per_call_ns: float,
-    sampler: NvmlSampler,
     energy_s: float | None = None,
-) -> None:
+) -> dict[str, Any] | None:
     """Run ``runner`` back to back for about ``energy_s`` seconds (None: ``default_energy_s()``)
-    while ``sampler`` reads the energy counter; the window's host times (from CUDA events), its
-    calls and GPU time per call go to ``sampler.windows["steady"]`` for ``power_record``."""
+    while the sampler reads the energy counter; the window's host times (from CUDA events), its
+    calls and GPU time per call, which ``power_record`` takes as ``windows["steady"]``. None when
+    the window is off."""
     seconds = default_energy_s() if energy_s is None else energy_s
-    if not seconds or seconds <= 0 or not sampler.available:
-        return
+    if not seconds or seconds <= 0:
+        return None
     torch = gpu.torch
     k = max(calls_per_run, 1)
     run_ns = max(float(per_call_ns) * k, 1.0)
@@ -80,7 +81,7 @@ def energy_window(
         runner()
     end.record()
     end.synchronize()
-    sampler.windows["steady"] = {
+    return {
         "bounds_s": [t_host + ref.elapsed_time(start) / 1e3, t_host + ref.elapsed_time(end) / 1e3],
         "calls": runs * k,
         "gpu_ns_per_call": float(start.elapsed_time(end)) * 1e6 / (runs * k),

@@ -87,9 +87,8 @@ class Gpu:
 
         The estimate is a trimmed mean (``EMPTY_ESTIMATE``), not a median: the window's readings
         step in the event clock's 32 ns ticks, and where they mix two ticks the median takes one
-        of them whole while the mean keeps the share of each (on H200s the window read 1.248 to
-        1.317 us, differing from process to process; docs/timer-accuracy.md, "Where the buffers
-        lie")."""
+        of them whole while the mean keeps the share of each (the window read 1.248 to 1.317 us,
+        differing from process to process; docs/timer-accuracy.md, "Where the buffers lie")."""
         key = (hold_cycles > 0, flush, stamps is not None)
         cache = self._empty
         if key not in cache:
@@ -122,12 +121,12 @@ def window_ns(
     the hold before the flush, the order studies/hold_order.py compares).
 
     The flush runs first and the GPU then sleeps (the hold) before the window, as ncu's replay
-    leaves the GPU quiet after its own flush: with the flush right before the window, an H200
+    leaves the GPU quiet after its own flush: with the flush right before the window, the timer
     read a 2 us add 0.16 us longer and a bf16 GEMM and flash attention 2-3% shorter than with the
     hold between them, and than ncu and the reference loop (docs/timer.md).
 
     The synchronize before the next sample is queued is what keeps the window honest: queuing
-    many samples before one synchronize lengthened every window by up to ~0.8 us on an H200,
+    many samples before one synchronize lengthened every window by up to ~0.8 us,
     while one stamp kernel behind the end event changed nothing there (docs/timer.md). The
     stamps sit right around the window, so their clock is the clock while fn ran.
     """

@@ -1,7 +1,7 @@
 """The kernel-only reading: CUPTI kernel durations of a few extra, untimed calls of ``fn``.
 
 CUDA events time a window that holds fn's kernels and the cost of the events and the launch
-(an empty window alone measures ~1.3 us on an H200). CUPTI, which ``torch.profiler`` uses,
+(an empty window alone measures ~1.3 us, docs/timer.md). CUPTI, which ``torch.profiler`` uses,
 reports each kernel's own start and end on the GPU, so the sum over fn's kernels is the time the
 kernels ran and nothing else: ``events 3.1 us, kernel 1.2 us, ncu 2.3 us`` on a tiny add, where
 ncu's ``gpu__time_duration`` counts some of the launch too.
@@ -15,7 +15,6 @@ profiler is active.
 
 from __future__ import annotations
 
-import statistics
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -116,6 +115,3 @@ def measure_kernel_time(
     return got, None
 
 
-def median_or_none(values: Sequence[float]) -> float | None:
-    """Median of ``values``, None when empty."""
-    return float(statistics.median(values)) if values else None

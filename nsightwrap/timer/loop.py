@@ -42,10 +42,9 @@ from nsightwrap.timer.kerneltime import (
     KERNEL_TIME_CALLS,
     KernelCalls,
     measure_kernel_time,
-    median_or_none,
     profiler_busy,
 )
-from nsightwrap.timer.nvml import NvmlSampler, align, reason_names
+from nsightwrap.timer.nvml import NvmlSampler
 from nsightwrap.timer.result import BenchResult, Reason, bench_name
 from nsightwrap.timer.sidecar import sidecar_path, write_sidecar
 from nsightwrap.timer.stamps import Stamps, finite
@@ -54,11 +53,13 @@ from nsightwrap.timer.stats import (
     Stopper,
     StopReason,
     StopRule,
+    median_or_none,
     settling_prefix,
     split_by_clock,
     summarize,
 )
 from nsightwrap.timer.thermal import thermal_guard
+from nsightwrap.timer.traces import align, reason_names
 
 #: Default throttle threshold: a sample whose SM clock is under this fraction of the GPU's
 #: maximum SM clock is left out of the statistics (nvbench's default, 0.75).
@@ -66,6 +67,45 @@ DEFAULT_THROTTLE_THRESHOLD = 0.75
 #: Host pause after a batch with throttled samples, and its cap as it grows (seconds).
 THROTTLE_PAUSE_S = 0.05
 THROTTLE_PAUSE_MAX_S = 0.5
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """How one benchmark is measured: ``bench``'s arguments, checked, and the pass it runs under.
+
+    The sample loop, the kernel-time calls and the energy window read only this; the sidecar's
+    ``method`` record is built from it (``_method``) with what the measurement found.
+    """
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    flops: float | None = None
+    nbytes: float | None = None
+    flush_l2: bool = True
+    cuda_graph: bool = False
+    graph_calls: int | None = None
+    hold_queue: bool = True
+    subtract_overhead: bool = True
+    rule: StopRule = field(default_factory=StopRule)
+    warmup_s: float = 0.005
+    stage: str | None = None
+    energy_s: float | None = None
+    throttle_threshold: float | None = DEFAULT_THROTTLE_THRESHOLD
+    kernel_time: bool | None = None
+    settle_tolerance: float | None = SETTLE_TOLERANCE
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """What was fixed before the first sample: calls per sample, the warm-up, the GPU's facts."""
+
+    calls_per_sample: int = 1
+    warmup_calls: int = 0
+    per_call_ns: float = 0.0  # from the warm-up
+    flush_bytes: int = 0
+    max_sm_clock_hz: float | None = None
+    throttle_threshold_hz: float | None = None
+    stamps: str | None = "ok"  # or why the stamp kernel is missing
 
 
 def _check_name(name: str) -> None:
@@ -195,22 +235,21 @@ def bench(
         return BenchResult.from_samples(
             full, [], params=params, method=skipped_method(current_pass()), flops=flops, bytes=bytes, timed=False
         )
+    settings = MeasureSettings(
+        name=full, params=params, flops=flops, nbytes=bytes, flush_l2=flush_l2, cuda_graph=cuda_graph,
+        graph_calls=graph_calls, hold_queue=hold_queue, subtract_overhead=subtract_overhead,
+        rule=StopRule(min_samples, max_samples, rel_precision, budget_s), warmup_s=warmup_s,
+        stage=current_pass(), energy_s=energy_s, throttle_threshold=throttle_threshold,
+        kernel_time=kernel_time, settle_tolerance=settle_tolerance,
+    )  # fmt: skip
     gpu = gpu_state()
-    stage = current_pass()
     guard = thermal_guard(gpu.nvml, thermal_margin_c, thermal_timeout_s)  # outside the benchmark's range
     DOMAIN.push_range(message=full)
     try:
-        if stage == contract.PASS_NCU:
-            result = _profile_iterations(
-                gpu, fn, full, params, flops, bytes, flush_l2, cuda_graph
-            )
+        if settings.stage == contract.PASS_NCU:
+            result = _profile_iterations(gpu, fn, settings)
         else:
-            rule = StopRule(min_samples, max_samples, rel_precision, budget_s)
-            result = _measure(
-                gpu, fn, full, params, flops, bytes, flush_l2, cuda_graph, graph_calls, hold_queue,
-                subtract_overhead, rule, warmup_s, stage, energy_s, throttle_threshold, kernel_time,
-                settle_tolerance,
-            )  # fmt: skip
+            result = _measure(gpu, fn, settings)
     finally:
         DOMAIN.pop_range()
     if guard is not None:
@@ -234,16 +273,7 @@ def _graph_calls(graph_calls: int | None, flush_l2: bool, per_call_ns: float) ->
     return int(min(100, max(2, math.ceil(200_000 / max(per_call_ns, 1.0)))))
 
 
-def _profile_iterations(
-    gpu: Gpu,
-    fn: Callable[[], Any],
-    name: str,
-    params: dict[str, Any],
-    flops: float | None,
-    nbytes: float | None,
-    flush_l2: bool,
-    cuda_graph: bool,
-) -> BenchResult:
+def _profile_iterations(gpu: Gpu, fn: Callable[[], Any], s: MeasureSettings) -> BenchResult:
     """Under ncu every kernel is replayed and serialized, so nothing is timed here: 1 warm-up,
     then the measured iterations, each in its ``iter<i>`` range (flush outside it)."""
     torch = gpu.torch
@@ -256,7 +286,7 @@ def _profile_iterations(
     runner: Callable[[], Any] = fn
     torch.cuda.synchronize()
     for i in range(iters):
-        if flush_l2:
+        if s.flush_l2:
             gpu.flush()
         DOMAIN.push_range(message=f"{contract.ITER_PREFIX}{i}")
         if api:
@@ -271,80 +301,47 @@ def _profile_iterations(
         "timing": "none",
         "ncu_iterations": iters,
         "ncu_profiler_api": api,
-        "flush_l2": flush_l2,
-        "cuda_graph": cuda_graph,
+        "flush_l2": s.flush_l2,
+        "cuda_graph": s.cuda_graph,
         "calls_per_sample": k,
         "hold_queue": False,
         "overhead_ns": 0.0,
     }
     return BenchResult.from_samples(
-        name, [], params=params, method=method, flops=flops, bytes=nbytes, timed=False
+        s.name, [], params=dict(s.params), method=method, flops=s.flops, bytes=s.nbytes, timed=False
     )
 
 
-def _measure(
-    gpu: Gpu,
-    fn: Callable[[], Any],
-    name: str,
-    params: dict[str, Any],
-    flops: float | None,
-    nbytes: float | None,
-    flush_l2: bool,
-    cuda_graph: bool,
-    graph_calls: int | None,
-    hold_queue: bool,
-    subtract_overhead: bool,
-    rule: StopRule,
-    warmup_s: float,
-    stage: str | None,
-    energy_s: float | None = None,
-    throttle_threshold: float | None = DEFAULT_THROTTLE_THRESHOLD,
-    kernel_time: bool | None = None,
-    settle_tolerance: float | None = SETTLE_TOLERANCE,
-) -> BenchResult:
-    per_call_ns, warm_calls = warmup(gpu, fn, warmup_s)
-    if flush_l2:
+def _measure(gpu: Gpu, fn: Callable[[], Any], s: MeasureSettings) -> BenchResult:
+    per_call_ns, warm_calls = warmup(gpu, fn, s.warmup_s)
+    if s.flush_l2:
         gpu.flush()
     k = 1
     runner: Callable[[], Any] = fn
-    if cuda_graph:
-        k = _graph_calls(graph_calls, flush_l2, per_call_ns)
+    if s.cuda_graph:
+        k = _graph_calls(s.graph_calls, s.flush_l2, per_call_ns)
         runner = capture_graph(gpu, fn, k)
-
-    method: dict[str, Any] = {
-        "pass": stage or "standalone",
-        "timing": "cuda_events",
-        "samples_per_sync": 1,
-        "flush_l2": flush_l2,
-        "flush": "write+read" if flush_l2 else "none",
-        "flush_bytes": gpu.flush_bytes if flush_l2 else 0,
-        "cuda_graph": cuda_graph,
-        "calls_per_sample": k,
-        "warmup_calls": warm_calls,
-        "hold_queue": False,
-        "sleep_cycles": 0,
-    }
-    threshold_hz = _threshold_hz(gpu, throttle_threshold)
-    method["throttle_threshold"] = throttle_threshold
-    method["throttle_threshold_hz"] = threshold_hz
-    method["max_sm_clock_hz"] = gpu.max_sm_hz
-    method["settle_tolerance"] = settle_tolerance
     stamps, why = Stamps.load(
-        gpu.torch, gpu.device["sm_count"], f"cuda:{gpu.index}", max(rule.max_samples, KERNEL_TIME_CALLS)
+        gpu.torch, gpu.device["sm_count"], f"cuda:{gpu.index}", max(s.rule.max_samples, KERNEL_TIME_CALLS)
     )
-    method["stamps"] = "ok" if stamps is not None else why
+    setup = _Setup(
+        calls_per_sample=k, warmup_calls=warm_calls, per_call_ns=per_call_ns,
+        flush_bytes=gpu.flush_bytes if s.flush_l2 else 0, max_sm_clock_hz=gpu.max_sm_hz,
+        throttle_threshold_hz=_threshold_hz(gpu, s.throttle_threshold), stamps="ok" if stamps is not None else why,
+    )  # fmt: skip
     # NVML runs from here on: its thread competes for the GIL, so the enqueue cost below is
     # measured with it running, as it will be during the timed loop.
     with NvmlSampler(gpu.nvml) as sampler:
-        loop = _sample_loop(
-            gpu, runner, flush_l2, cuda_graph, k, per_call_ns, hold_queue, subtract_overhead, rule, method,
-            stamps, threshold_hz, settle_tolerance,
-        )  # fmt: skip
+        loop = _sample_loop(gpu, runner, s, setup, stamps)
         # Right after the samples, before the energy window heats the GPU: the same conditions.
-        kernel = _kernel_time(gpu, runner, k, flush_l2, method, stamps, stage, kernel_time)
+        kernel, kernel_status = _kernel_time(gpu, runner, s, setup, loop, stamps)
         # Under nsys the window's thousands of launches would only swell the trace.
-        energy_window(gpu, runner, k, per_call_ns, sampler, 0.0 if stage == contract.PASS_NSYS else energy_s)
-    return _finish(name, params, flops, nbytes, loop, rule, method, sampler, kernel)
+        if sampler.available:  # without NVML no counter reads the window: skip it
+            energy_s = 0.0 if s.stage == contract.PASS_NSYS else s.energy_s
+            steady = energy_window(gpu, runner, k, per_call_ns, energy_s)
+            if steady is not None:
+                sampler.windows["steady"] = steady
+    return _finish(s, setup, loop, sampler, kernel, kernel_status)
 
 
 def _threshold_hz(gpu: Gpu, fraction: float | None) -> float | None:
@@ -370,25 +367,22 @@ class _Loop:
     reason: StopReason = StopReason.PRECISION
     pauses_s: float = 0.0
     elapsed_s: float = 0.0
+    # How the queue was held and what an empty window costs (set before the first sample).
+    hold: bool = False
+    sleep_cycles: int = 0
+    enqueue_ns: float | None = None  # measured only when the queue was to be held
+    enqueue_parts_ns: dict[str, float] = field(default_factory=dict)
+    hold_skipped: str | None = None  # why the queue was not held although asked
+    fn_blocks_host: bool = False
+    empty_window_ns: float = 0.0
+    overhead_ns: float = 0.0
 
     def kept_samples(self) -> list[float]:
         return [self.per_call_ns[i] for i in self.kept]
 
 
 def _sample_loop(
-    gpu: Gpu,
-    runner: Callable[[], Any],
-    flush_l2: bool,
-    cuda_graph: bool,
-    k: int,
-    per_call_ns: float,
-    hold_queue: bool,
-    subtract_overhead: bool,
-    rule: StopRule,
-    method: dict[str, Any],
-    stamps: Stamps | None,
-    threshold_hz: float | None,
-    settle_tolerance: float | None = SETTLE_TOLERANCE,
+    gpu: Gpu, runner: Callable[[], Any], st: MeasureSettings, setup: _Setup, stamps: Stamps | None
 ) -> _Loop:
     """Hold, flush, stamp, time, synchronize: one sample at a time (see ``gpu.window_ns``).
 
@@ -398,37 +392,37 @@ def _sample_loop(
     host pauses (``THROTTLE_PAUSE_S``, growing) so that the GPU can recover, as nvbench does.
     """
     torch = gpu.torch
-    hold = hold_queue and gpu.has_sleep
+    flush_l2, k, rule = st.flush_l2, setup.calls_per_sample, st.rule
+    threshold_hz, settle_tolerance = setup.throttle_threshold_hz, st.settle_tolerance
+    loop = _Loop()
+    hold = st.hold_queue and gpu.has_sleep
     sleep_s = 0.0
-    if hold_queue and not gpu.has_sleep:
-        method["hold_queue_skipped"] = "torch.cuda._sleep is missing in this torch"
+    if st.hold_queue and not gpu.has_sleep:
+        loop.hold_skipped = "torch.cuda._sleep is missing in this torch"
     if hold:
         hold_probe_s = 0.01
         parts: dict[str, float] = {}
         enqueue_s = enqueue_cost_s(gpu, runner, flush_l2, hold_probe_s, stamps, parts)
-        method["enqueue_ns"] = enqueue_s * 1e9
-        method["enqueue_parts_ns"] = {k: v * 1e9 for k, v in parts.items()}
+        loop.enqueue_ns = enqueue_s * 1e9
+        loop.enqueue_parts_ns = {name: v * 1e9 for name, v in parts.items()}
         if enqueue_s > 0.5 * hold_probe_s:
             # fn blocks the host (a synchronize, .item(), a host copy): the queue cannot be held.
             hold = False
-            method["hold_queue_skipped"] = "fn blocks the host while queueing"
-            method["fn_blocks_host"] = True
+            loop.hold_skipped = "fn blocks the host while queueing"
+            loop.fn_blocks_host = True
         else:
             # Long enough to cover queueing flush + stamp + events + fn behind it, with a margin.
             sleep_s = 1.5 * enqueue_s + 20e-6
-            method["sleep_cycles"] = int(sleep_s * gpu.max_sm_hz)
-    method["hold_queue"] = hold
-    hold_cycles = int(method["sleep_cycles"]) if hold else 0
-    empty_ns = gpu.measure_empty_window(hold_cycles=hold_cycles, flush=flush_l2, stamps=stamps)
-    method["empty_window_ns"] = empty_ns
-    method["empty_window_estimate"] = EMPTY_ESTIMATE
-    overhead = empty_ns if subtract_overhead and (hold or cuda_graph) else 0.0
-    method["overhead_ns"] = overhead
+            loop.sleep_cycles = int(sleep_s * gpu.max_sm_hz)
+    loop.hold = hold
+    hold_cycles = loop.sleep_cycles if hold else 0
+    loop.empty_window_ns = gpu.measure_empty_window(hold_cycles=hold_cycles, flush=flush_l2, stamps=stamps)
+    overhead = loop.empty_window_ns if st.subtract_overhead and (hold or st.cuda_graph) else 0.0
+    loop.overhead_ns = overhead
 
     s, e = gpu.event(), gpu.event()  # one pair: each sample is synchronized before the next
-    loop = _Loop()
     stopper = Stopper(rule)
-    per_sample_s = sleep_s + (per_call_ns * k) / 1e9 + (80e-6 if flush_l2 else 0.0) + 40e-6
+    per_sample_s = sleep_s + (setup.per_call_ns * k) / 1e9 + (80e-6 if flush_l2 else 0.0) + 40e-6
     pause = THROTTLE_PAUSE_S
     reason: StopReason | None = None
     torch.cuda.synchronize()
@@ -481,40 +475,33 @@ def _split(
 
 
 def _kernel_time(
-    gpu: Gpu,
-    runner: Callable[[], Any],
-    k: int,
-    flush_l2: bool,
-    method: dict[str, Any],
-    stamps: Stamps | None,
-    stage: str | None,
-    wanted: bool | None,
-) -> KernelCalls | None:
-    """The CUPTI kernel time of a few extra calls (``timer.kerneltime``), where it is safe."""
+    gpu: Gpu, runner: Callable[[], Any], st: MeasureSettings, setup: _Setup, loop: _Loop, stamps: Stamps | None
+) -> tuple[KernelCalls | None, str | dict[str, Any]]:
+    """The CUPTI kernel time of a few extra calls (``timer.kerneltime``), where it is safe, and
+    the ``kernel_time`` method entry: its facts, or why it is off."""
     why = None
-    if wanted is False:
+    if st.kernel_time is False:
         why = "off (kernel_time=False)"
-    elif stage in (contract.PASS_NSYS, contract.PASS_NCU):
-        why = f"off under the {stage} pass (one CUPTI subscriber per process)"
+    elif st.stage in (contract.PASS_NSYS, contract.PASS_NCU):
+        why = f"off under the {st.stage} pass (one CUPTI subscriber per process)"
     elif profiler_busy(gpu.torch):
         why = "off: another profiler is active in this process"
     elif stamps is None:
         why = "off: needs the stamp kernel to tell the call's kernels apart"
     if why is not None:
-        method["kernel_time"] = why
-        return None
-    hold_cycles = int(method.get("sleep_cycles") or 0) if method.get("hold_queue") else 0
+        return None, why
+    hold_cycles = loop.sleep_cycles if loop.hold else 0
     s, e = gpu.event(), gpu.event()
+    k = setup.calls_per_sample
 
     def take(j: int) -> None:
-        window_ns(gpu, runner, s, e, hold_cycles=hold_cycles, flush=flush_l2, stamps=stamps, index=j, nvtx=False)
+        window_ns(gpu, runner, s, e, hold_cycles=hold_cycles, flush=st.flush_l2, stamps=stamps, index=j, nvtx=False)
 
-    got, why = measure_kernel_time(gpu.torch, take)
+    got, why_not = measure_kernel_time(gpu.torch, take)
     if got is None:
-        method["kernel_time"] = why
-        return None
+        return None, why_not or "unavailable"
     copy_ns = tuple(v / k for v in got.copy_ns)
-    method["kernel_time"] = {
+    status = {
         "source": "cupti (torch.profiler)",
         "calls": len(got.kernel_ns),
         "kernels_per_call": median_or_none([float(n) for n in got.kernels]),
@@ -522,20 +509,58 @@ def _kernel_time(
         # ns per call of fn (a graph replay divided by its calls, as kernel_ns is)
         "copy_ns_per_call": median_or_none(copy_ns),
     }
-    return KernelCalls(tuple(v / k for v in got.kernel_ns), got.kernels, got.copies, copy_ns)
+    return KernelCalls(tuple(v / k for v in got.kernel_ns), got.kernels, got.copies, copy_ns), status
+
+
+def _method(
+    st: MeasureSettings, setup: _Setup, loop: _Loop, kernel_status: str | dict[str, Any] | None
+) -> dict[str, Any]:
+    """The ``method`` record of a timed benchmark (sidecar field, docs/timer.md), in one place:
+    the settings, what was fixed before the first sample, and how the queue was held. ``_finish``
+    adds what the samples showed."""
+    method: dict[str, Any] = {
+        "pass": st.stage or "standalone",
+        "timing": "cuda_events",
+        "samples_per_sync": 1,
+        "flush_l2": st.flush_l2,
+        "flush": "write+read" if st.flush_l2 else "none",
+        "flush_bytes": setup.flush_bytes,
+        "cuda_graph": st.cuda_graph,
+        "calls_per_sample": setup.calls_per_sample,
+        "warmup_calls": setup.warmup_calls,
+        "hold_queue": loop.hold,
+        "sleep_cycles": loop.sleep_cycles,
+        "throttle_threshold": st.throttle_threshold,
+        "throttle_threshold_hz": setup.throttle_threshold_hz,
+        "max_sm_clock_hz": setup.max_sm_clock_hz,
+        "settle_tolerance": st.settle_tolerance,
+        "stamps": setup.stamps,
+    }
+    if loop.enqueue_ns is not None:
+        method["enqueue_ns"] = loop.enqueue_ns
+        method["enqueue_parts_ns"] = dict(loop.enqueue_parts_ns)
+    if loop.hold_skipped is not None:
+        method["hold_queue_skipped"] = loop.hold_skipped
+    if loop.fn_blocks_host:
+        method["fn_blocks_host"] = True
+    method["empty_window_ns"] = loop.empty_window_ns
+    method["empty_window_estimate"] = EMPTY_ESTIMATE
+    method["overhead_ns"] = loop.overhead_ns
+    if kernel_status is not None:
+        method["kernel_time"] = kernel_status
+    return method
 
 
 def _finish(
-    name: str,
-    params: dict[str, Any],
-    flops: float | None,
-    nbytes: float | None,
+    st: MeasureSettings,
+    setup: _Setup,
     loop: _Loop,
-    rule: StopRule,
-    method: dict[str, Any],
     sampler: NvmlSampler,
     kernel: KernelCalls | None = None,
+    kernel_status: str | dict[str, Any] | None = None,
 ) -> BenchResult:
+    rule = st.rule
+    method = _method(st, setup, loop, kernel_status)
     reasons: list[Reason] = []
     kept, rejected = list(loop.kept), list(loop.rejected)
     if not kept:  # every sample throttled: report them all rather than nothing, and say so
@@ -564,7 +589,7 @@ def _finish(
     method["samples_per_s"] = len(loop.raw_ns) / loop.elapsed_s if loop.elapsed_s > 0 else None
     if loop.reason in (StopReason.BUDGET, StopReason.MAX_SAMPLES) and not stats.rel_ci <= rule.rel_precision:
         reasons.append(Reason.PRECISION_NOT_REACHED)
-    if method.get("fn_blocks_host"):
+    if loop.fn_blocks_host:
         reasons.append(Reason.FN_BLOCKS_HOST)
 
     trace = sampler.trace()
@@ -600,17 +625,17 @@ def _finish(
     else:
         sm_hz, source = None, "none"
     return BenchResult.from_samples(
-        name,
+        st.name,
         samples,
-        params=params,
+        params=dict(st.params),
         sm_clock_hz=sm_hz,
         clock_source=source,
         sample_clock_hz=per_sample,
         throttled=len(rejected),
         throttle_reasons=reason_names(nvml.reasons),
         method=method,
-        flops=flops,
-        bytes=nbytes,
+        flops=st.flops,
+        bytes=st.nbytes,
         power=sampler.power_summary(loop.windows),
         rejected_ns=tuple(loop.per_call_ns[i] for i in rejected),
         rejected_clock_hz=tuple(loop.clocks[i] for i in rejected),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import math
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +56,11 @@ class Summary:
         return median_rel_ci(self.median, self.iqr, self.n)
 
 
+def median_or_none(values: Sequence[float]) -> float | None:
+    """Median of ``values``, None when empty (the one median of a list that may be empty)."""
+    return float(statistics.median(values)) if len(values) else None
+
+
 def summarize(samples: Sequence[float] | np.ndarray) -> Summary:
     """Median, min, max, mean, sample stdev and quartiles of ``samples``; NaN fields when empty."""
     a = np.asarray(samples, dtype=float)
@@ -79,7 +85,7 @@ def summarize(samples: Sequence[float] | np.ndarray) -> Summary:
 def trimmed_mean(samples: Sequence[float] | np.ndarray, cut: float = 0.1) -> float:
     """Mean of ``samples`` less the lowest and highest ``cut`` of them (NaN when empty).
 
-    For readings on a tick (CUDA events step in 32 ns on an H200) of a time that does not move
+    For readings on a tick (CUDA events step in 32 ns ticks, docs/timer.md) of a time that does not move
     between readings, each reading is the tick below or above it at random, so their mean
     carries the part of a tick that their median loses; the cut keeps a rare slow reading out.
     """
@@ -218,7 +224,7 @@ def settling_prefix(
     and the clock it came back to (Hz): the samples before the first one whose clock is within
     ``tolerance`` of the median clock of the later half, at most half of them.
 
-    On an H200 a bf16 GEMM timed right after some 60 ms of back-to-back calls ran its first samples
+    A bf16 GEMM timed right after some 60 ms of back-to-back calls ran its first samples
     at 1.49 GHz and its last at 1.59 GHz, and read 6% longer for it (docs/timer.md, "What ran
     before"): a median over the benchmark then depends on what the script did before it. ``(0,
     None)`` with the rule off (``tolerance`` None), without clocks or with too few of them."""

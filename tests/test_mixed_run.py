@@ -1,0 +1,43 @@
+"""The shipped run of an unmodified script with the timings users make without thinking twice
+(fixtures/runs/h200-mixed, fixtures/captures/verdicts/mixed.py): a first call, CUDA-graph replays,
+an amortized loop of 50 small adds per window, and a sort whose library opens its own NVTX range."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nsightwrap.analysis.load import analyze
+from nsightwrap.analysis.model import RunResult
+
+RUN = Path(__file__).resolve().parent.parent / "fixtures" / "runs" / "h200-mixed"
+
+
+@pytest.fixture(scope="module")
+def mixed() -> RunResult:
+    return analyze(RUN)
+
+
+def _b(r: RunResult, line: int):  # type: ignore[no-untyped-def]
+    return next(b for b in r.benchmarks if b.name.startswith(f"mixed.py:{line} "))
+
+
+def test_the_four_timings_are_the_benchmarks_and_the_librarys_range_is_not(mixed: RunResult) -> None:
+    assert sorted(int(b.name.split(":")[1].split()[0]) for b in mixed.benchmarks) == [16, 39, 55, 70]
+    assert not any("CCCL" in b.name or "cub::" in b.name for b in mixed.benchmarks)
+    assert any("CCCL:cub::DeviceRadixSort" in n for n in mixed.notes)
+
+
+def test_the_amortized_window_shows_its_per_launch_figure(mixed: RunResult) -> None:
+    add = _b(mixed, 55)
+    assert add.launches_per_window == 50 and add.timer is not None
+    assert any(f"{add.timer.median_ns / 50 / 1e3:.2f} us per launch" in n for n in add.notes)
+
+
+def test_graph_replays_of_different_kernels_are_not_an_amortized_window(mixed: RunResult) -> None:
+    # 5 replays x 8 steps of a multiply and an add: one short name (vectorized_elementwise_kernel)
+    # for two different kernels, so no "N launches of one kernel".
+    graph = _b(mixed, 39)
+    assert graph.nsys is not None and len(graph.nsys.kernel_names) == 80
+    assert graph.launches_per_window == 1
