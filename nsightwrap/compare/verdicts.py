@@ -118,7 +118,8 @@ class Comparison:
     #: Energy per call verdicts, where both sides have energy.
     energy: tuple[EnergyVerdict, ...] = field(default=())
     #: Per matched benchmark key, each side's reconcile verdict (baseline, current), where
-    #: either side carries one (report JSON and run directories do; sidecars do not).
+    #: either side carries one (report JSONs, and run directories compared by ncu or nsys, which are
+    #: analysed, do; timer sidecars do not).
     reconcile: Mapping[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     @property
