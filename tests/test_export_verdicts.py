@@ -139,10 +139,10 @@ def test_json_summary_counts(result: RunResult, tmp_path: Path) -> None:
     doc = report_to_dict(result)
     assert doc["summary"] == {
         "benchmarks": 7,
-        "counts": {"flagged": 1, "unexplained": 1, "explained": 2, "ok": 2, "no_timer": 1},
+        "counts": {"flagged": 1, "unexplained": 1, "explained": 2, "ok": 2, Verdict.NO_TIMER.value: 1},
         "text": COUNT,
     }
-    assert list(doc["summary"]["counts"]) == ["flagged", "unexplained", "explained", "ok", "no_timer"]
+    assert list(doc["summary"]["counts"]) == ["flagged", "unexplained", "explained", "ok", Verdict.NO_TIMER.value]
     assert {b["name"]: b["verdict"] for b in doc["benchmarks"]} == {k: v.value for k, v in VERDICTS.items()}
     path = tmp_path / "r.json"
     write_report_json(result, path)
@@ -156,7 +156,7 @@ def test_compare_shows_each_sides_reconcile_verdict(analysed: RunResult, result:
     c = compare(load_side(base), load_side(cur))
     before = {b.name: b.verdict.value for b in analysed.benchmarks}
     assert c.reconcile["add_small"] == (before["add_small"], "unexplained")
-    assert c.reconcile["copy_1g"][1] == "no_timer"
+    assert c.reconcile["copy_1g"][1] == Verdict.NO_TIMER.value
     key = next(v.key for v in c.verdicts if v.key == "add_small")
     word = f.verdict_text(Verdict(before["add_small"]))
 
