@@ -39,7 +39,7 @@ class Ran:
         return [json.loads(line) for line in self.log.read_text().splitlines()] if self.log.exists() else []
 
     def trace(self) -> list[str]:
-        """The log as short tokens: K:name, R (timing record), r, +domain:name, -domain."""
+        """The log as short tokens: K:name, R (timing record), r, +domain:name, -domain, D:domain (made)."""
         out = []
         for e in self.events():
             op = e["op"]
@@ -51,6 +51,8 @@ class Ran:
                 out.append(f"+{e.get('domain')}:{e['name']}")
             elif op in ("pop", "end"):
                 out.append(f"-{e.get('domain')}")
+            elif op == "domain":
+                out.append(f"D:{e.get('domain')}")
         return out
 
 

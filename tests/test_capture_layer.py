@@ -159,6 +159,16 @@ def test_nsys_pass_ranges_hold_exactly_the_timed_call(tmp_path: Path) -> None:
     assert "script.py:5 do_bench #1" in own.read_text()
 
 
+def test_the_layers_nvtx_domains_are_made_before_the_first_timed_window(tmp_path: Path) -> None:
+    # The first NVTX call of a process loads the profiler's hook: it must not fall inside a window.
+    body = KERNEL + "s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)\n" \
+        "s.record(); kernel(); e.record(); torch.cuda.synchronize(); print(s.elapsed_time(e))\n"
+    t = run(tmp_path, body, pass_name="nsys").trace()
+    assert "D:nsightwrap" in t and "R" in t and t.index("D:nsightwrap") < t.index("R"), t
+    plain = run(tmp_path, None).trace()
+    assert not [x for x in plain if x.startswith("D:")], plain  # the plain pass makes no NVTX call
+
+
 def test_plain_pass_opens_no_range_at_all(tmp_path: Path) -> None:
     body = KERNEL + """
 from nsightwrap.capture.state import layer

@@ -55,20 +55,32 @@ def test_profile_given_device_file(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert not (tmp_path / "run2").exists()
 
 
-def test_roofline_counters_add_the_tensor_op_metrics(
+def test_roofline_counters_are_in_every_ncu_pass_unless_dropped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from fake_tools.harness import manifest, passes
 
-    from nsightwrap.analysis.roofline import ROOFLINE_NCU_METRICS
+    from nsightwrap.core.contract import ROOFLINE_NCU_METRICS
     from nsightwrap.run.launch import DEFAULT_NCU_METRICS
 
     use_fakes(monkeypatch, tmp_path)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    r = profile(capsys, "-o", "run", "--passes", "ncu", "--no-analyze", "--no-clock-sweep", "--roofline-counters", str(TARGET))
-    assert r.code == 0, r.err
-    argv = passes(manifest(tmp_path / "run"))["ncu"]["commands"][0]["argv"]
-    metrics = argv[argv.index("--metrics") + 1].split(",")
-    assert metrics == [*DEFAULT_NCU_METRICS, *ROOFLINE_NCU_METRICS]
+
+    def ncu_metrics(*args: str) -> list[str]:
+        out = f"run{len(list(tmp_path.glob('run*')))}"
+        r = profile(capsys, "-o", out, "--passes", "ncu", "--no-analyze", "--no-clock-sweep", *args, str(TARGET))
+        assert r.code == 0, r.err
+        argv = passes(manifest(tmp_path / out))["ncu"]["commands"][0]["argv"]
+        return list(argv[argv.index("--metrics") + 1].split(","))
+
+    # By default the tensor-op counters are collected (a GEMM gets its FLOP count from ncu).
+    assert set(ROOFLINE_NCU_METRICS) <= set(DEFAULT_NCU_METRICS)
+    assert ncu_metrics() == list(DEFAULT_NCU_METRICS)
+    # --roofline-counters is still accepted and changes nothing; --no-roofline-counters drops them,
+    # unless --metrics names one.
+    assert ncu_metrics("--roofline-counters") == list(DEFAULT_NCU_METRICS)
+    assert ncu_metrics("--no-roofline-counters") == [m for m in DEFAULT_NCU_METRICS if m not in ROOFLINE_NCU_METRICS]
+    kept = ncu_metrics("--no-roofline-counters", "--metrics", ROOFLINE_NCU_METRICS[0])
+    assert [m for m in kept if m in ROOFLINE_NCU_METRICS] == [ROOFLINE_NCU_METRICS[0]]
     # The FP32 add and multiply counters are in the default set (free on an H200: no extra pass).
     assert {"sm__sass_thread_inst_executed_op_fadd_pred_on.sum", "sm__sass_thread_inst_executed_op_fmul_pred_on.sum"} <= set(DEFAULT_NCU_METRICS)

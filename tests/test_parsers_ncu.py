@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import gzip
-
 import csv
+import gzip
 import math
 import os
 import shutil

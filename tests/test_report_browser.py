@@ -173,3 +173,37 @@ def _check_screenshot(png: Path) -> tuple[int, int]:
     timer_bars = (np.abs(img - np.array(TIMER_RGB)).max(axis=2) <= 8).sum()
     assert timer_bars > 2_000, timer_bars  # the charts' timer bars are painted, not only laid out
     return height, width
+
+
+def test_roofline_points_name_their_benchmark_on_hover(browser: Any, report_html: Path) -> None:
+    """Each point of the roofline chart holds an SVG <title> (the hover text Chromium shows) that
+    starts with its benchmark's name, and the point is painted where the pointer can reach it."""
+    names = _benchmark_names()
+    browser.get(report_html.as_uri())
+    points = browser.execute_script(
+        """
+        return [...document.querySelectorAll('div.chart svg g.nw-point')].map(g => {
+          const r = g.getBoundingClientRect();
+          const t = g.querySelector(':scope > title');
+          return {title: t ? t.textContent : null, w: r.width, h: r.height, x: r.x + r.width / 2, y: r.y + r.height / 2};
+        });
+        """
+    )
+    assert points, "no roofline point with a <title> in the page"
+    heads = [p["title"].split("\n")[0] for p in points if p["title"]]
+    assert len(heads) == len(points) and all(h in names or h.split(": ")[0] in names for h in heads), heads
+    assert {"mm_large", "mm_small"} <= set(heads), heads
+    assert all(p["w"] > 0 and p["h"] > 0 for p in points), points
+    # The element under the point's centre belongs to that point: hovering it reaches its title.
+    p = next(p for p in points if p["title"].startswith("mm_large\n"))
+    hit = browser.execute_script(
+        """
+        const g = [...document.querySelectorAll('div.chart svg g.nw-point')]
+          .find(g => g.querySelector(':scope > title').textContent.startsWith('mm_large\\n'));
+        g.scrollIntoView({block: 'center'});
+        const r = g.getBoundingClientRect();
+        const e = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+        return e ? e.closest('g.nw-point') === g : false;
+        """
+    )
+    assert hit, p

@@ -12,7 +12,7 @@ from test_device_file import sample_device
 
 from nsightwrap.analysis.load import analyze
 from nsightwrap.analysis.model import RoofPeak, Roofs
-from nsightwrap.analysis.roofline import find_roofs, kernel_bytes, kernel_flops, place
+from nsightwrap.analysis.roofline import UNCOUNTED, find_roofs, kernel_bytes, kernel_flops, place
 from nsightwrap.core.errors import UsageError
 from nsightwrap.device.store import save_to_cache, write_device_file
 from nsightwrap.export.jsonio import load_report_json, write_report_json
@@ -101,8 +101,10 @@ def test_bytes_from_ncu_when_bench_gave_none(example) -> None:  # type: ignore[n
     k0 = r.kernels[0]
     assert (k0.duration_ns, k0.bytes) == (54784.0, 49218816.0)
     assert k0.bytes_per_s == pytest.approx(49218816.0 / 54784e-9)
-    # Tensor instructions without tensor-op counters: no FLOPs, so only the memory roof applies.
-    assert k0.flops is None and k0.roof_pct == pytest.approx(100 * k0.bytes_per_s / 4.8e12)
+    # 655,360 tensor-pipe instructions and no tensor-op counters in this report: its FLOPs are not
+    # known, so it is not placed (against the memory roof alone it would read as if it did none).
+    assert k0.flops is None and k0.roof_pct is None and k0.bound is None
+    assert (k0.status, k0.issue) == ("uncounted", UNCOUNTED)
     assert "tensor instructions ran" in r.roof_reason
 
 

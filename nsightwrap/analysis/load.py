@@ -93,7 +93,8 @@ def analyze(
             if shard is None:
                 continue
             try:
-                analysed[int(e["index"])] = analyze(shard, tolerance=tolerance, clock_ref=clock_ref, read_ncu=read_ncu)
+                analysed[int(e["index"])] = analyze(shard, tolerance=tolerance, clock_ref=clock_ref, read_ncu=read_ncu,
+                                                    device_file=device_file)
             except NsightwrapError as exc:
                 analysed[int(e["index"])] = exc
         return join_shards(run_dir, doc, analysed, tolerance=tolerance, clock_ref=clock_ref)

@@ -300,6 +300,16 @@ class Roofline:
     ridge_intensity: float | None = None  # FLOP/byte where the two roofs meet, at clock_hz
     #: The same per profiled kernel of one measured iteration, from ncu counters.
     kernels: tuple[KernelRoofline, ...] = ()
+    #: What ``clock_hz`` is (the GPU-measured clock of the loop, ncu's own, the timer's probe)
+    #: and the clock the compute roof was measured at (it is scaled from there to ``clock_hz``).
+    clock_source: str = ""
+    roof_clock_hz: float | None = None
+    #: ``placed`` (on the chart at ``roof_pct``), ``uncounted`` (tensor work whose FLOPs this
+    #: run did not count: not placed), ``inconsistent`` (above 100% of its roof: ``over_roof_pct``
+    #: and the cause in ``issue``; ``roof_pct`` is None, never drawn) or ``unplaced`` (no time or roof).
+    status: str = "placed"
+    issue: str = ""
+    over_roof_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -323,6 +333,10 @@ class KernelRoofline:
     roof_bytes_per_s: float | None = None
     #: FLOPs by kind (``fp32``, ``fp16``, ``fp64``, ``tensor_bf16``, ...), as counted.
     flops_by_kind: Mapping[str, float] = field(default_factory=dict)
+    #: As ``Roofline.status`` / ``issue`` / ``over_roof_pct``.
+    status: str = "placed"
+    issue: str = ""
+    over_roof_pct: float | None = None
 
 
 @dataclass(frozen=True)

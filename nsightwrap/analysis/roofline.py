@@ -13,9 +13,17 @@ the GPUs nsightwrap knows (marked ``datasheet``), else none (the report says so)
   GEMM's count equal to 2*M*N*K). ``sm__inst_executed_pipe_tensor.sum`` (instructions) is not
   turned into FLOPs: on Hopper the FLOPs per tensor instruction change with the tile shape.
 
-The compute roof is the one of the kernel's dtype, scaled to the clock the time was measured at
-(``peak * f / f_peak``: tensor and FMA throughput follow the SM clock); the memory roof is not
-scaled. Pure functions of parsed data; results are ``model.Roofline`` / ``model.Roofs``.
+The time is ncu's, carried to the loop's SM clock measured on the GPU where there is one (the
+clock the benchmark's ratio is at), else at ncu's own clock; the timer's where ncu did not
+profile the benchmark. The compute roof is the one of the kernel's dtype, scaled from the clock
+it was measured at to that clock (``peak * f / f_peak``: tensor and FMA throughput follow the SM
+clock); the memory roof is not scaled.
+
+A kernel with tensor instructions and no tensor-op counters has unknown FLOPs: it is not placed
+(``uncounted``), since against the memory roof alone a compute-bound GEMM reads as a slow
+memory-bound kernel. A point above 100% of its roof is no rate but an inconsistency of the
+clock, the time or the work count (``inconsistent``, with the causes found). Pure functions of
+parsed data; results are ``model.Roofline`` / ``model.Roofs``.
 """
 
 from __future__ import annotations
@@ -68,16 +76,16 @@ TENSOR_OPS: Mapping[str, tuple[str, float]] = {
     "sm__ops_path_tensor_src_int8.sum": ("tensor_int8", 1.0),
     "sm__ops_path_tensor_src_fp64.sum": ("tensor_fp64", 1.0),
 }
-#: The tensor-op counters ``nsightwrap profile --roofline-counters`` adds to the ncu pass (names of
-#: ncu 2025.3 on Hopper; a name a GPU lacks reads n/a, it does not fail the pass). They cost 5 more
-#: replay passes per kernel (12 -> 17, docs/device.md), so they are not in the default set.
-ROOFLINE_NCU_METRICS = (
-    "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
-    "sm__ops_path_tensor_src_fp16.sum",
-    "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
-    "sm__ops_path_tensor_src_fp8.sum",
-    "sm__ops_path_tensor_src_int8.sum",
-)
+#: Said of tensor work whose FLOPs the run's ncu pass did not count (it is not placed: against the
+#: memory roof alone a compute-bound GEMM would read as a slow memory-bound kernel).
+UNCOUNTED = "tensor FLOPs not counted in this run (profile again without --no-roofline-counters)"
+#: Above this % of its roof a point is an inconsistency of the clock, the time or the work count:
+#: it is reported with its cause, never drawn or shown as a rate above the roof.
+MAX_ROOF_PCT = 100.0
+#: Clocks closer than this (relative) are one clock in the messages.
+SAME_CLOCK = 0.02
+#: A FLOP or byte count given to ``bench`` this much above ncu's count is "larger than the counters say".
+WORK_SLACK = 0.01
 #: Tensor instructions (counted, never turned into FLOPs: see the module docstring).
 TENSOR_INST = "sm__inst_executed_pipe_tensor.sum"
 #: The compute roof a kind of FLOP is held against, and why when it is not its own.
@@ -134,10 +142,7 @@ def kernel_flops(row: Mapping[str, Any]) -> tuple[float | None, dict[str, float]
     if not seen:
         return None, by_kind, "no FLOP counters in the ncu report"
     if tensor_inst > 0 and not tensor_ops_known:
-        return None, by_kind, (
-            f"{tensor_inst:.0f} tensor instructions but no tensor-op counters (sm__ops_path_tensor_*; "
-            "nsightwrap profile --roofline-counters): FLOPs unknown"
-        )
+        return None, by_kind, f"{tensor_inst:.0f} tensor instructions but no tensor-op counters: {UNCOUNTED}"
     return sum(by_kind.values()), by_kind, ""
 
 
@@ -312,41 +317,149 @@ def benchmark_roofline(
     ncu_flops, ncu_bytes = median_or_none(it_flops), median_or_none(it_bytes)
     work_flops, flops_src = (flops, "bench") if flops else (ncu_flops, "ncu" if ncu_flops is not None else "")
     work_bytes, bytes_src = (nbytes, "bench") if nbytes else (ncu_bytes, "ncu dram" if ncu_bytes is not None else "")
-    # ncu's time and clock when ncu profiled the benchmark's kernels: both come from the same
-    # kernels, so the clock-scaled roof is consistent with the rate. (The timer's on-GPU clock
-    # probe can read low while a kernel fills every SM -- 1.28 GHz for a GEMM ncu measured at
-    # 1.54 GHz where measured -- which would push the scaled roof down and the % above 100.)
+    time_ns, time_src, clock, clock_src = _time_and_clock(b, bool(iters))
     timer_ns = b.timer.median_ns if b.timer is not None and math.isfinite(b.timer.median_ns) else None
-    if iters and b.ncu is not None and b.ncu.median_ns:
-        time_ns, time_src, clock = b.ncu.median_ns, "ncu", b.ncu.sm_clock_hz
-    elif timer_ns is not None and b.timer is not None:
-        time_ns, time_src, clock = timer_ns, "timer", b.timer.sm_clock_hz
-    else:
-        time_ns, time_src, clock = None, "", None
+    uncounted = tensor_unknown and work_flops is None
     roof, reason = _benchmark_roof(b, {} if tensor_unknown else by_kind, roofs, tensor_unknown)
-    placed = place(roofs, work_flops, work_bytes, time_ns, clock, roof if work_flops is not None else None)
+    if uncounted:
+        roof, reason = None, UNCOUNTED
+    elif work_flops is None:
+        roof, reason = None, "no FLOP count: against the memory roof"
+    elif work_flops == 0:  # counted, and none: a copy or a fill, held against the memory roof
+        roof, reason = None, "ncu counted no FLOPs: against the memory roof"
+    placed = place(roofs, work_flops or None, work_bytes, time_ns, clock, roof)
+    if work_flops == 0:
+        placed.update(flops_per_s=0.0, intensity=0.0, bound="memory")
     first = min(iters) if iters else None
     ks = tuple(kernel_roofline(r, first, roofs) for r in iters.get(first, [])) if first is not None else ()
     extra: dict[str, Any] = {"ncu_flops": ncu_flops, "ncu_dram_bytes": ncu_bytes, "flops_by_kind": by_kind}
+    if time_src == "ncu" and b.ncu is not None and b.ncu.median_ns != time_ns:
+        extra["ncu_raw_ns"], extra["ncu_clock_hz"] = b.ncu.median_ns, b.ncu.sm_clock_hz
     if time_src == "ncu" and timer_ns:
         extra["timer_ns"] = timer_ns
         extra["timer_flops_per_s"] = work_flops / (timer_ns * 1e-9) if work_flops is not None else None
         extra["timer_bytes_per_s"] = work_bytes / (timer_ns * 1e-9) if work_bytes is not None else None
     if notes and not tensor_unknown:  # (an unknown tensor dtype is said by roof_reason already)
         extra["note"] = sorted(set(notes))[0]
+    status, issue, over = "placed", "", None
     pct = placed["roof_pct"]
-    if pct is not None and pct > 100.0:
-        extra["note"] = (f"{pct:.0f}% of the roof: the clock the roof was scaled to may read low, the roof was "
-                         "measured on a different problem, or the FLOP/byte count is high")  # fmt: skip
+    if uncounted:
+        status, issue = "uncounted", UNCOUNTED
+        placed.update(roof_pct=None, bound=None)
+    elif pct is None:
+        status = "unplaced"
+    elif pct > MAX_ROOF_PCT:
+        status, over = "inconsistent", pct
+        issue = _over_roof(b, pct, roof if placed["bound"] != "memory" else None, roofs, clock, clock_src,
+                           work_flops, flops_src, ncu_flops, work_bytes, bytes_src, ncu_bytes, time_ns, time_src)  # fmt: skip
+        placed.update(roof_pct=None)
     return Roofline(
         flops=work_flops, bytes=work_bytes, flops_per_s=placed["flops_per_s"], bytes_per_s=placed["bytes_per_s"],
         intensity=placed["intensity"], bound=placed["bound"], roof_pct=placed["roof_pct"],
         peak_source=roofs.source, extra=extra, time_ns=time_ns, time_source=time_src, clock_hz=clock,
-        flops_source=flops_src, bytes_source=bytes_src, compute_roof=roof if work_flops is not None else None,
-        roof_reason=reason if work_flops is not None else "no FLOP count: against the memory roof",
+        flops_source=flops_src, bytes_source=bytes_src, compute_roof=roof, roof_reason=reason,
         roof_flops_per_s=placed["roof_flops_per_s"], roof_bytes_per_s=placed["roof_bytes_per_s"],
-        ridge_intensity=placed["ridge_intensity"], kernels=ks,
+        ridge_intensity=placed["ridge_intensity"], kernels=ks, clock_source=clock_src,
+        roof_clock_hz=_peak_clock(roofs, roof), status=status, issue=issue, over_roof_pct=over,
     )  # fmt: skip
+
+
+def _measured_clock(b: BenchmarkResult) -> float | None:
+    """The benchmark's SM clock measured on the GPU, where its ratio is at that clock."""
+    c = b.clock
+    return c.mean_hz if c is not None and b.ref_clock_hz and c.mean_hz == b.ref_clock_hz else None
+
+
+def _time_and_clock(b: BenchmarkResult, profiled: bool) -> tuple[float | None, str, float | None, str]:
+    """(time per call, whose, the SM clock it is at, what that clock is) for the rates.
+
+    ncu's time where ncu profiled the benchmark's kernels: carried to the loop's clock measured on
+    the GPU (``ncu.normalized_ns``, the time the ratio is taken against), else at ncu's own clock.
+    Else the timer's median, at the measured clock or else at the timer's own clock reading. The
+    compute roof is scaled to the same clock, so a compute-bound kernel's % of roof does not
+    depend on which clock it is: its rate and its roof both follow the clock."""
+    hz = _measured_clock(b)
+    gpu = f"the SM clock measured on the GPU: {b.clock.source}" if hz and b.clock is not None else ""
+    if profiled and b.ncu is not None and b.ncu.median_ns:
+        if hz and b.ncu.normalized_ns:
+            return b.ncu.normalized_ns, "ncu", hz, gpu
+        # The ratio's own words where it is at ncu's clock too ("ncu's own clock: nsys slowed ...").
+        src = b.ref_clock_source if b.ref_clock_source.startswith("ncu's own clock") else "ncu's own clock"
+        return b.ncu.median_ns, "ncu", b.ncu.sm_clock_hz, src
+    if b.timer is not None and math.isfinite(b.timer.median_ns):
+        if hz:
+            return b.timer.median_ns, "timer", hz, gpu
+        return b.timer.median_ns, "timer", b.timer.sm_clock_hz, f"the timer's clock {b.timer.clock_source or 'reading'}"
+    return None, "", None, ""
+
+
+def _peak_clock(roofs: Roofs, name: str | None) -> float | None:
+    return next((p.sm_clock_hz for p in roofs.peaks if p.name == name), None)
+
+
+def _ghz(hz: float) -> str:
+    return f"{hz / 1e9:.2f} GHz"
+
+
+def _other_clocks(b: BenchmarkResult) -> list[tuple[str, float]]:
+    """Every reading of the benchmark's SM clock there is: (whose, Hz)."""
+    out: list[tuple[str, float]] = []
+    if b.clock is not None:
+        out.append((f"the clock measured on the GPU ({b.clock.source})", b.clock.mean_hz))
+    if b.ncu is not None and b.ncu.sm_clock_hz:
+        out.append(("ncu's clock", b.ncu.sm_clock_hz))
+    if b.timer is not None:
+        stamp = _num((b.timer.method or {}).get("stamp_clock_hz"))
+        if stamp:
+            out.append(("the timer's stamps around its samples", stamp))
+        if b.timer.sm_clock_hz:
+            out.append((f"the timer's clock {b.timer.clock_source or 'reading'}", b.timer.sm_clock_hz))
+    return [(w, f) for w, f in out if f and f > 0]
+
+
+def _over_roof(
+    b: BenchmarkResult, pct: float, compute: str | None, roofs: Roofs, clock: float | None, clock_src: str,
+    flops: float | None, flops_src: str, ncu_flops: float | None, nbytes: float | None, bytes_src: str,
+    ncu_bytes: float | None, time_ns: float | None, time_src: str,
+) -> str:  # fmt: skip
+    """Why a point is above its roof, from what was measured: the clock the roof was scaled to, the
+    clock it was measured at, other readings of the benchmark's clock, the work given to ``bench``
+    against ncu's counters, the timing against its kernels' own time."""
+    causes: list[str] = []
+    what = f"the {compute} roof" if compute else "the memory roof"
+    peak = _peak_clock(roofs, compute) if compute else None
+    if compute and clock:
+        if peak and abs(clock / peak - 1) > SAME_CLOCK:
+            causes.append(f"the roof was measured at {_ghz(peak)}, the kernel ran at {_ghz(clock)} ({clock_src}) and "
+                          "the roof is scaled to it")  # fmt: skip
+        # The rate is fixed, the roof follows the clock: at clock f the point is at pct * clock / f.
+        fits = [(w, f, pct * clock / f) for w, f in _other_clocks(b) if abs(f / clock - 1) > SAME_CLOCK]
+        fits = [x for x in fits if x[2] <= MAX_ROOF_PCT]
+        if fits:
+            w, f, at = max(fits, key=lambda x: x[2])
+            causes.append(f"that clock may read low: {w} read {_ghz(f)}, at which it is {at:.0f}% of the roof")
+    if compute and flops_src == "bench" and flops:
+        if ncu_flops:
+            if flops > ncu_flops * (1 + WORK_SLACK):
+                causes.append(f"the FLOP count (flops={flops:.4g} given to bench) is {100 * (flops / ncu_flops - 1):.0f}% "
+                              f"larger than ncu's counters say ({ncu_flops:.4g})")  # fmt: skip
+        else:
+            causes.append(f"the FLOP count (flops={flops:.4g} given to bench) is not checked: ncu counted none for it")
+    if not compute and bytes_src == "bench" and nbytes and ncu_bytes and nbytes > ncu_bytes * (1 + WORK_SLACK):
+        causes.append(f"the byte count (bytes={nbytes:.4g} given to bench) is {100 * (nbytes / ncu_bytes - 1):.0f}% "
+                      f"larger than ncu's DRAM counters say ({ncu_bytes:.4g}): the rest was served from L2, or "
+                      "counted more than once")  # fmt: skip
+    if time_src == "timer" and time_ns and b.timer is not None:
+        k = _num(b.timer.kernel_ns)
+        if k and k > time_ns * (1 + SAME_CLOCK):
+            causes.append(f"the timing ({time_ns / 1e3:.2f} us) is shorter than its own kernels ({k / 1e3:.2f} us, CUPTI)")
+    if roofs.source == "datasheet":
+        causes.append("the roof is the datasheet's, not measured on this GPU (nsightwrap device measures it)")
+    elif roofs.mode == "quick":
+        causes.append("the roof was measured with nsightwrap device --quick")
+    if not causes:
+        causes.append("no clock or work count explains it: the roof may have been measured on another problem")
+    return f"at {pct:.0f}% of {what}: an inconsistency, not a rate; " + "; ".join(causes)
 
 
 def _benchmark_roof(
@@ -363,7 +476,7 @@ def _benchmark_roof(
     fallback = "bf16" if any(p.name == "bf16" for p in roofs.peaks) or not roofs.peaks else roofs.peaks[0].name
     if tensor_unknown:
         return fallback, (f"tensor instructions ran, their FLOPs and dtype uncounted: {fallback} assumed; "
-                          "nsightwrap profile --roofline-counters counts them, params={'dtype': ...} names the dtype")  # fmt: skip
+                          "a profile without --no-roofline-counters counts them, params={'dtype': ...} names the dtype")  # fmt: skip
     return fallback, f"{fallback} assumed: no dtype parameter, and ncu counted no FLOPs of a known kind"
 
 
@@ -375,6 +488,21 @@ def kernel_roofline(row: Mapping[str, Any], iteration: int | None, roofs: Roofs)
     dur = _num(row.get("duration_ns"))
     clock = _num(row.get("sm_clock_hz"))
     placed = place(roofs, flops if flops else None, nbytes, dur, clock, roof)
+    status, issue, over = "placed", "", None
+    pct = placed["roof_pct"]
+    if flops is None and (_num(row.get(TENSOR_INST)) or 0.0) > 0:
+        status, issue = "uncounted", UNCOUNTED
+        placed.update(roof_pct=None, bound=None)
+    elif pct is None:
+        status = "unplaced"
+    elif pct > MAX_ROOF_PCT:
+        status, over = "inconsistent", pct
+        peak = _peak_clock(roofs, roof) if placed["bound"] == "compute" else None
+        at = f" at the kernel's clock under ncu ({_ghz(clock)})" if clock and placed["bound"] == "compute" else ""
+        was = f"; the roof was measured at {_ghz(peak)}" if peak and clock and abs(clock / peak - 1) > SAME_CLOCK else ""
+        what = f"the {roof} roof" if placed["bound"] == "compute" else "the memory roof"
+        issue = f"at {pct:.0f}% of {what}{at}: an inconsistency, not a rate{was}"
+        placed.update(roof_pct=None)
     return KernelRoofline(
         iteration=int(iteration or 0), kernel=str(row.get("kernel") or ""),
         kernel_short=str(row.get("kernel_short") or row.get("kernel") or ""), duration_ns=float(dur or 0.0),
@@ -382,7 +510,7 @@ def kernel_roofline(row: Mapping[str, Any], iteration: int | None, roofs: Roofs)
         bytes_per_s=placed["bytes_per_s"], intensity=placed["intensity"], bound=placed["bound"],
         roof_pct=placed["roof_pct"], compute_roof=roof if flops else None,
         roof_flops_per_s=placed["roof_flops_per_s"], roof_bytes_per_s=placed["roof_bytes_per_s"],
-        flops_by_kind=dict(by_kind),
+        flops_by_kind=dict(by_kind), status=status, issue=issue, over_roof_pct=over,
     )  # fmt: skip
 
 

@@ -72,14 +72,30 @@ def _open_stack(L: Layer) -> list[Window]:
     return s
 
 
+class _Mark:
+    """Tags a frame as seen (Python < 3.12): a frame object made for a new invocation starts with
+    no ``f_trace``, even where it reuses an old frame's memory (and id). Called only if a tracer
+    is set later; it then leaves that frame untraced, as a frame without a local tracer is."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> None:
+        return None
+
+
 class _Invocations:
     """Which invocation of a function a frame belongs to. Python 3.12+ counts calls of the
     functions that record events (``sys.monitoring`` PY_START, on those code objects only);
-    before 3.12, the frame object's id (a new invocation can reuse it: docs/capture.md)."""
+    before 3.12, a mark in the frame's ``f_trace`` where no tracer is running, else the frame
+    object's id (a new invocation can reuse it: docs/capture.md)."""
 
     def __init__(self) -> None:
         self.tool: int | None = None
         self.counts: dict[Any, int] = {}
+        self.marks = 0
         mon = getattr(sys, "monitoring", None)
         if mon is None:
             return
@@ -102,6 +118,13 @@ class _Invocations:
         if code.co_name == "<module>":
             return (id(code), 0)
         if self.tool is None:
+            if sys.gettrace() is None:
+                # A debugger or coverage keeps its own tracer in f_trace: leave it alone.
+                if frame.f_trace is None:
+                    self.marks += 1
+                    frame.f_trace = _Mark(self.marks)
+                if isinstance(frame.f_trace, _Mark):
+                    return (id(code), -frame.f_trace.n)
             return (id(code), id(frame))
         if code not in self.counts:
             self.counts[code] = 1

@@ -3,7 +3,10 @@ of the user's ranges under the ncu pass).
 
 Ranges are opened only in the ncu and nsys passes (nothing listens in the plain pass, so a timed
 window there holds no NVTX call at all). Event attributes are made once per name: a push costs
-one call into the NVTX library. ``nvtx`` is imported on first use, never at start-up.
+one call into the NVTX library. ``nvtx`` is imported, and the layer's domains made, when torch
+is imported in those passes (``warm``), never in the plain pass: the first NVTX call of a
+process loads the profiler's NVTX hook, and a lazy first use would put that (milliseconds)
+inside the first timed window, after its start event.
 """
 
 from __future__ import annotations
@@ -31,6 +34,14 @@ def _domain(name: str) -> Any:
             return None
         _domains[name] = d
     return d
+
+
+def warm(mirrors: bool) -> None:
+    """Import nvtx and make the layer's domain now, outside any timed window (and the mirrors'
+    domain, which only the ncu pass uses)."""
+    _domain(contract.NVTX_DOMAIN)
+    if mirrors:
+        _domain(contract.MIRROR_DOMAIN)
 
 
 def push(names: tuple[str, ...] | list[str], domain: str = contract.NVTX_DOMAIN) -> int:

@@ -153,3 +153,16 @@ def uuid_key(uuid: str | None) -> str | None:
         return None
     key = str(uuid).strip().lower().removeprefix("gpu-")
     return key or None
+
+
+#: The tensor-op counters every ncu pass collects unless ``nsightwrap profile
+#: --no-roofline-counters`` (names of ncu 2025.3 on Hopper; a name a GPU lacks reads n/a, it does
+#: not fail the pass): without them a GEMM has no FLOP count for the roofline. They cost 5 more
+#: replay passes per kernel (12 -> 17, docs/device.md).
+ROOFLINE_NCU_METRICS = (
+    "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "sm__ops_path_tensor_src_fp16.sum",
+    "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+    "sm__ops_path_tensor_src_fp8.sum",
+    "sm__ops_path_tensor_src_int8.sum",
+)

@@ -27,12 +27,18 @@ class ChartRoof:
 
 @dataclass(frozen=True)
 class ChartPoint:
-    """One benchmark or kernel: label, FLOP per byte, achieved FLOP/s; ``marker`` o / s / ^."""
+    """One benchmark or kernel: label, FLOP per byte, achieved FLOP/s; ``marker`` o / s / ^;
+    ``title``: what hovering the point shows (its label first; default the label alone)."""
 
     label: str
     intensity: float
     flops_per_s: float
     marker: str = "o"
+    title: str = ""
+
+
+#: The SVG group id of the n-th point drawn (``roofline_svg`` gives each its ``<title>``).
+POINT_ID = "nw-pt-{}"
 
 
 def _plt() -> Any:
@@ -115,8 +121,9 @@ def roofline_svg(
     for i, p in enumerate(pts):
         color = POINT_COLORS[i % len(POINT_COLORS)]
         marker = p.marker if p.marker != "o" else markers[i // len(POINT_COLORS) % len(markers)]
-        ax.scatter([p.intensity], [p.flops_per_s], color=color, marker=marker, s=30 if p.marker == "o" else 14,
-                   zorder=3, label=p.label, edgecolors="white", linewidths=0.4)  # fmt: skip
+        dot = ax.scatter([p.intensity], [p.flops_per_s], color=color, marker=marker, s=30 if p.marker == "o" else 14,
+                         zorder=3, label=p.label, edgecolors="white", linewidths=0.4)  # fmt: skip
+        dot.set_gid(POINT_ID.format(i))
     bottom = min([*(p.flops_per_s for p in pts), lo * (memory_bytes_per_s or 1e12)])
     ax.set_xlim(lo, hi)
     ax.set_ylim(max(bottom / 3, 1e6), top * 3)
@@ -128,7 +135,22 @@ def roofline_svg(
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     svg = _svg(fig)
     plt.close(fig)
-    return svg
+    return _with_titles(svg, [p.title or p.label for p in pts])
+
+
+def _with_titles(svg: str, titles: Sequence[str]) -> str:
+    """``svg`` with a ``<title>`` first in each point's group: the browser shows it on hover (no
+    script, nothing fetched). Names are escaped; matplotlib wrote the groups from ``set_gid``."""
+    import re
+
+    from nsightwrap.export.escape import html as esc
+
+    def titled(m: re.Match[str]) -> str:
+        i = int(m.group(1))
+        return f'{m.group(0)[:-1]} class="nw-point"><title>{esc(titles[i])}</title>' if i < len(titles) else m.group(0)
+
+    # One pass over the SVG, not one per point (a sweep's chart holds a thousand points).
+    return re.sub(r'<g id="' + POINT_ID.format(r"(\d+)") + '">', titled, svg)
 
 
 def curve_svg(xs: Sequence[float], ys: Sequence[float], *, xlabel: str, ylabel: str, title: str,

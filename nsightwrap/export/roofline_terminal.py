@@ -30,6 +30,7 @@ def print_roofline(result: RunResult, console: Console) -> None:
         tab.add_row(*(Text(r[i]) for i in keep))
     console.print(tab)
     if len(keep) < len(t.HEADERS):
-        console.print(Text("  rates at ncu's median kernel time where ncu profiled the benchmark, else the timer's"), style="dim")
+        console.print(Text("  rates at ncu's median kernel time (at the loop's measured clock where there is one) where ncu "
+                 "profiled the benchmark, else the timer's; a point above its roof is 'inconsistent'"), style="dim")
     for who, why in t.reasons(result):
         console.print(Text(f"  {who}: {why}"), style="dim")

@@ -42,8 +42,19 @@ def intensity(v: float | None) -> str:
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
+def pct_cell(r: Roofline | KernelRoofline) -> str:
+    """% of roof; never a figure above the roof (``inconsistent``: the cause is in the notes)."""
+    if r.status == "inconsistent":
+        return "inconsistent"
+    if r.status == "uncounted":
+        return "not counted"
+    return pct(r.roof_pct)
+
+
 def roof_cell(r: Roofline | KernelRoofline) -> str:
     """The roof this point is held against, at its clock: ``bf16 652 T`` or ``HBM 4.3 TB/s``."""
+    if r.status == "uncounted":
+        return "-"
     if r.compute_roof and r.roof_flops_per_s:
         return f"{r.compute_roof} {rate(r.roof_flops_per_s, _unit(r.compute_roof))}"
     if r.roof_bytes_per_s:
@@ -57,9 +68,10 @@ def bench_row(b: BenchmarkResult) -> list[str] | None:
         return None
     src = [s for s in (f"FLOPs {r.flops_source}" if r.flops_source else "", f"bytes {r.bytes_source}" if r.bytes_source else "") if s]
     when = f"{r.time_source} {f.time_ns(r.time_ns)}" if r.time_source else "-"
+    at = f" @ {clock(r.clock_hz)}" if r.compute_roof and r.roof_flops_per_s and r.clock_hz else ""
     return [
         f.label(b), when, rate(r.flops_per_s, _unit(r.compute_roof)), rate(r.bytes_per_s, "B/s"),
-        intensity(r.intensity), roof_cell(r), r.bound or "-", pct(r.roof_pct), ", ".join(src) or "-",
+        intensity(r.intensity), roof_cell(r) + at, r.bound or "-", pct_cell(r), ", ".join(src) or "-",
     ]  # fmt: skip
 
 
@@ -74,7 +86,7 @@ def kernel_rows(b: BenchmarkResult) -> list[list[str]]:
         [str(k.iteration), k.kernel_short, f.time_ns(k.duration_ns), rate(k.flops_per_s, _unit(k.compute_roof)),
          rate(k.bytes_per_s, "B/s"), intensity(k.intensity),
          roof_cell(k) + (f" @ {clock(k.sm_clock_hz)}" if k.compute_roof and k.sm_clock_hz else ""),
-         k.bound or "-", pct(k.roof_pct)]
+         k.bound or "-", pct_cell(k)]
         for k in b.roofline.kernels
     ]  # fmt: skip
 
@@ -90,15 +102,36 @@ def reasons(result: RunResult) -> list[tuple[str, str]]:
         # A roof named by the counters needs no explanation; an assumed one or a gap in the work does.
         text = "" if r.roof_reason.endswith("counted by ncu") or r.roof_reason.startswith("params") else r.roof_reason
         note = r.extra.get("note") if isinstance(r.extra, dict) else None
-        if note:
-            text = f"{text}; {note}" if text else str(note)
+        for more in (note, r.issue if r.issue != text else ""):
+            if more:
+                text = f"{text}; {more}" if text else str(more)
         if text:
             by_text.setdefault(text, []).append(f.label(b))
+        if r.clock_source and r.time_source:
+            by_text.setdefault(f"rates at {r.clock_source}", []).append(f.label(b))
+        for k in r.kernels:
+            if k.status == "inconsistent":
+                by_text.setdefault(f"kernel {k.kernel_short}: {k.issue}", []).append(f.label(b))
     return [(", ".join(names), text) for text, names in by_text.items()]
 
 
+def not_drawn(result: RunResult) -> list[tuple[str, str]]:
+    """(benchmarks, why) the chart leaves out, one line per reason (the causes are in ``reasons``)."""
+    by_why: dict[str, list[str]] = {}
+    for b in result.benchmarks:
+        r = b.roofline
+        if r is not None and r.status == "uncounted":
+            by_why.setdefault(r.issue, []).append(f.label(b))
+        elif r is not None and r.status == "inconsistent":
+            by_why.setdefault("above its roof: an inconsistency, not a rate (the cause is in the notes below)", []).append(f.label(b))
+    return [(", ".join(names), why) for why, names in by_why.items()]
+
+
 EXPLAIN = (
-    "Rates at the benchmark's median time; the compute roof is scaled to the SM clock that time was "
-    "measured at, the memory roof is not; FLOPs and bytes from nsightwrap.bench(flops=, bytes=) where given, "
-    "else from ncu (DRAM bytes read + written; FMA = 2 FLOPs, tensor ops as counted)."
+    "Rates at the benchmark's median time: ncu's, carried to the loop's SM clock measured on the GPU where "
+    "there is one (else at ncu's own clock), or the timer's where ncu did not profile it; the compute roof is "
+    "scaled from the clock it was measured at to that clock, the memory roof is not; FLOPs and bytes from "
+    "nsightwrap.bench(flops=, bytes=) where given, else from ncu (DRAM bytes read + written; FMA = 2 FLOPs, "
+    "tensor ops as counted). A point above its roof is an inconsistency (clock, time or work count), shown "
+    "with its cause and not drawn."
 )

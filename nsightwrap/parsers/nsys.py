@@ -65,6 +65,26 @@ EVENT_CALL_COLUMNS = ["call", "tid", "start_ns", "end_ns"]
 #: API name patterns of ``event_calls``, and the ``call`` each becomes.
 _EVENT_CALLS = (("cudaEventRecord%", "record"), ("cuEventRecord%", "record"), ("cudaStreamWaitEvent%", "wait"),
                 ("cuStreamWaitEvent%", "wait"))  # fmt: skip
+#: Columns of ``NsysReport.setup_calls``: the API name (ABI version stripped), its family, thread
+#: and host times.
+SETUP_CALL_COLUMNS = ["api", "family", "tid", "start_ns", "end_ns"]
+#: CUDA runtime/driver calls that set something up rather than run work, by family (name
+#: patterns, all ABI versions): the one-off host work of a first use (lazy module loading runs
+#: inside the first launch of a kernel; cuBLAS's handle creation shows as its library loads,
+#: entry-point lookups and allocations).
+SETUP_CALL_FAMILIES = (
+    ("module_load", ("cuModuleLoad%", "cuLibraryLoad%", "cudaLibraryLoad%", "cuLinkCreate%", "cuLinkAddData%",
+                     "cuLinkComplete%")),
+    ("kernel_lookup", ("cuLibraryGetKernel%", "cuLibraryGetModule%", "cuModuleGetFunction%", "cudaGetFuncBySymbol%",
+                       "cuModuleGetGlobal%", "cuLibraryGetGlobal%")),
+    ("kernel_setup", ("cuKernelSetAttribute%", "cuFuncSetAttribute%", "cudaFuncSetAttribute%",
+                      "cuFuncSetCacheConfig%", "cudaFuncSetCacheConfig%")),
+    ("library_init", ("cuGetProcAddress%", "cudaGetDriverEntryPoint%", "cuDevicePrimaryCtxRetain%", "cuCtxCreate%",
+                      "cudaStreamCreate%", "cuStreamCreate%")),
+    ("graph_setup", ("cudaGraphInstantiate%", "cuGraphInstantiate%", "cudaGraphUpload%", "cuGraphUpload%")),
+    ("allocation", ("cudaMalloc%", "cuMemAlloc%", "cudaHostAlloc%", "cuMemHostAlloc%", "cuMemCreate%",
+                    "cuMemAddressReserve%")),
+)  # fmt: skip
 SUMMARY_COLUMNS = [
     "range", "ops", "kernels", "memcpy", "memset", "gpu_time_ns", "busy_ns", "span_ns",
     "instances", "graphs", "domain", "depth",
@@ -96,6 +116,10 @@ class NsysReport:
     #: ``--gpu-metrics-devices``), one row per sample (``GPU_CLOCK_COLUMNS``); empty where the
     #: capture has none.
     gpu_clock: pd.DataFrame = field(default_factory=lambda: _empty(GPU_CLOCK_COLUMNS))
+    #: CUDA calls that set something up (``SETUP_CALL_FAMILIES``: module and library loads,
+    #: kernel lookups, graph instantiation, allocations), one row each (``SETUP_CALL_COLUMNS``),
+    #: sorted by thread and start; what a first use costs on the host.
+    setup_calls: pd.DataFrame = field(default_factory=lambda: _empty(SETUP_CALL_COLUMNS))
 
     def __repr__(self) -> str:
         return (
@@ -131,13 +155,14 @@ def read_nsys(path: str | Path, *, detail: bool = True) -> NsysReport:
             meta = _read_meta(con, tables)
             events = _read_event_calls(con, tables) if detail else _empty(EVENT_CALL_COLUMNS)
             clock = _read_gpu_clock(con, tables)
+            setup = _read_setup_calls(con, tables, strings) if detail else _empty(SETUP_CALL_COLUMNS)
         except sqlite3.DatabaseError as exc:
             raise ReportParseError(
                 f"{p} is not a readable SQLite database ({exc}; truncated or corrupt?); {REEXPORT}"
             ) from exc
     return NsysReport(
         path=p, ops=ops, ranges=ranges, attribution=attribute(ops, ranges), meta=meta, event_calls=events,
-        gpu_clock=clock,
+        gpu_clock=clock, setup_calls=setup,
     )
 
 
@@ -181,6 +206,31 @@ def _read_event_calls(con: sqlite3.Connection, tables: set[str]) -> pd.DataFrame
         return _empty(EVENT_CALL_COLUMNS)
     out = pd.concat(parts, ignore_index=True).sort_values(["tid", "start_ns"], kind="stable", ignore_index=True)
     return out[EVENT_CALL_COLUMNS]
+
+
+def _read_setup_calls(con: sqlite3.Connection, tables: set[str], strings: _Strings) -> pd.DataFrame:
+    """The setup calls of ``SETUP_CALL_FAMILIES``: one scan of the runtime table for a short list
+    of string ids (a handful of calls per loaded library; the table holds every API call)."""
+    rcols = _columns(con, RUNTIME) if RUNTIME in tables else set()
+    if not {"globalTid", "start", "end", "nameId"} <= rcols or "StringIds" not in tables:
+        return _empty(SETUP_CALL_COLUMNS)
+    family: dict[int, str] = {}
+    for fam, patterns in SETUP_CALL_FAMILIES:
+        where = " OR ".join("value LIKE ?" for _ in patterns)
+        for (i,) in con.execute(f"SELECT id FROM StringIds WHERE {where}", patterns):
+            family.setdefault(int(i), fam)
+    if not family:
+        return _empty(SETUP_CALL_COLUMNS)
+    df = _query(
+        con, {"tid": "globalTid", "start_ns": "start", "end_ns": "end", "_name": "nameId"},
+        f"FROM {RUNTIME} WHERE nameId IN ({','.join(map(str, family))})",
+    )  # fmt: skip
+    if df.empty:
+        return _empty(SETUP_CALL_COLUMNS)
+    df["api"] = _strip_api_version(strings.lookup(df["_name"]))
+    df["family"] = df["_name"].map(family).astype(object)
+    df = df.sort_values(["tid", "start_ns"], kind="stable", ignore_index=True)
+    return df[SETUP_CALL_COLUMNS]
 
 
 @contextmanager

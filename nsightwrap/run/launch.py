@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from nsightwrap.core.contract import ROOFLINE_NCU_METRICS
 from nsightwrap.core.errors import InputNotFound, UsageError
 
 #: Seconds to wait after SIGINT and after SIGTERM before the next, harder signal.
@@ -29,7 +30,7 @@ KILL_GRACE_S = (3.0, 2.0)
 
 #: Metrics every ncu pass collects: durations and clocks for the SM-clock model, DRAM traffic
 #: and throughputs to decide which kernels follow the SM clock, instruction counts and launch
-#: shape for the report.
+#: shape for the report, the tensor-op counts for the roofline.
 DEFAULT_NCU_METRICS = (
     "gpu__time_duration.sum",
     "sm__cycles_elapsed.avg.per_second",
@@ -50,6 +51,7 @@ DEFAULT_NCU_METRICS = (
     "launch__grid_size",
     "launch__block_size",
     "launch__registers_per_thread",
+    *ROOFLINE_NCU_METRICS,
 )
 
 LineCallback = Callable[[str, str], None]

@@ -27,6 +27,7 @@ class Domain:
     def __init__(self, name=None):
         self.name = name
         self.handle = DomainHandle(name)
+        log(op="domain", domain=name)
 
     def get_registered_string(self, s):
         return RegisteredString(self.handle, s)
