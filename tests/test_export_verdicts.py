@@ -183,3 +183,21 @@ def test_compare_without_reconcile_verdicts_keeps_its_columns(result: RunResult,
     assert not c.reconcile
     assert "reconcile" not in compare_markdown(c)
     assert all("baseline_reconcile" not in b for b in compare_dict(c)["benchmarks"])
+
+
+def test_terminal_cut_to_the_worst_says_what_it_left_out(result: RunResult) -> None:
+    buf = io.StringIO()
+    print_report(result, Console(file=buf, width=200, highlight=False), max_rows=3, max_details=1)
+    out = buf.getvalue()
+    assert out.splitlines()[0] == COUNT  # the count line covers every benchmark
+    rows = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
+    worst = [b.name for b in f.worst_first(result.benchmarks)[:3]]
+    assert worst[:2] == ["mm_small", "add_small"] and worst[2] in ("mm_skinny", "softmax_mlp")  # explained
+    assert rows[:3] == worst and "mm_large" not in rows
+    assert "the worst 3 of 7 benchmarks shown; 4 left out" in out
+    assert "mm_small (flagged): ratio" in out and "add_small (unexplained): ratio" not in out
+    assert "the causes of the worst 1 of 2 flagged or unexplained benchmarks shown" in out
+    kept = {b.name: len(b.notes) for b in result.benchmarks}
+    left = sum(n for name, n in kept.items() if name not in rows[:3])
+    assert left > 0 and f"{left} notes of the benchmarks not in the table left out" in out
+    assert "note: two_streams:" not in out

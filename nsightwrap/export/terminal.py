@@ -182,18 +182,27 @@ def _labelled(label: Text | str, text: Text, indent: int) -> Padding:
     return Padding(g, (0, 0, 0, indent))
 
 
-def print_report(result: RunResult, console: Console) -> None:
-    """Print the count line, the summary table (worst first), the causes of every flagged and
-    unexplained benchmark, and the notes."""
+#: Flagged and unexplained benchmarks whose causes the terminal report prints at most (the worst).
+MAX_DETAILS = 20
+
+
+def print_report(
+    result: RunResult, console: Console, *, max_rows: int = MAX_ROWS, max_details: int = MAX_DETAILS
+) -> None:
+    """Print the count line, the summary table (worst first, at most ``max_rows``), the causes of
+    the worst ``max_details`` flagged and unexplained benchmarks, and the notes (of the benchmarks
+    shown); a line says what was left out."""
     console.print(count_line(result))
-    console.print(summary_table(result, console.width, MAX_ROWS))
+    console.print(summary_table(result, console.width, max_rows))
     s = result.settings
     console.print(
         Text(f"tolerance {s.tolerance:.0%}, reference clock: {s.clock_ref}; ratio = timer / ncu at the reference clock"),
         style="dim",
     )
     print_shards(result, console)
-    for b in f.to_look_at(result):
+    look = f.to_look_at(result)
+    shown = look if len(look) <= max_details else f.worst_first(look)[:max_details]
+    for b in shown:
         console.print()
         console.print(Text.assemble((f.label(b), f.verdict_style(b.verdict)), f" ({f.verdict_text(b.verdict)})", f": ratio {f.ratio(b.ratio)} (raw {f.ratio(b.ratio_raw)})"))
         print_gap_line(b, console)
@@ -204,11 +213,20 @@ def print_report(result: RunResult, console: Console) -> None:
             if ev:
                 console.print(_labelled("evidence:", Text("\n".join(ev)), 4), style="dim")
             console.print(_labelled("fix:", Text(c.fix), 4))
-    notes = [("run", n) for n in result.notes] + [(f.label(b), n) for b in result.benchmarks for n in b.notes]
+    if len(shown) < len(look):
+        console.print()
+        console.print(Text(f"the causes of the worst {len(shown)} of {len(look)} flagged or unexplained benchmarks shown; "
+                           f"all of them: --format md --full, json or html"), style="bold")  # fmt: skip
+    # Notes of the benchmarks in the table (a 1,000-benchmark run's table shows its worst only).
+    in_table = list(result.benchmarks) if len(result.benchmarks) <= max_rows else f.worst_first(result.benchmarks)[:max_rows]
+    notes = [("run", n) for n in result.notes] + [(f.label(b), n) for b in in_table for n in b.notes]
     if notes:
         console.print()
         for who, n in notes:
             console.print(_labelled(f"note: {who}:", Text(n), 0), style="dim")
+    left = sum(len(b.notes) for b in result.benchmarks) - sum(len(b.notes) for b in in_table)
+    if left:
+        console.print(Text(f"{left} notes of the benchmarks not in the table left out (--format md --full has them)"), style="dim")
     print_roofline(result, console)
     print_power(result, console)
 
