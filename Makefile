@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-lowest lint typecheck unit demo gpu-test clean
+.PHONY: test test-slow test-lowest lint typecheck unit demo gpu-test clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-## test: lint, type-check and run the CPU test suite (what CI runs)
+## test: lint, type-check and run the CPU test suite but its slow tests (well under 5 minutes)
 test: $(STAMP) lint typecheck unit
 
 lint: $(STAMP)
@@ -22,7 +22,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy nsightwrap
 
 unit: $(STAMP)
-	$(BIN)/pytest -q -m "not gpu"
+	$(BIN)/pytest -q -m "not gpu and not slow"
+
+## test-slow: the CPU tests marked slow (tests/slow_tests.txt); CI runs it after make test
+test-slow: $(STAMP)
+	$(BIN)/pytest -q -m "slow and not gpu"
 
 ## test-lowest: the CPU tests with every direct dependency at the floor pyproject.toml allows
 ## (a fresh venv; pip cannot resolve to lowest versions, so the floors become == constraints)
@@ -32,7 +36,7 @@ test-lowest:
 	$(PY) -m venv $(LOWEST)
 	$(LOWEST)/bin/python -m pip install -q --upgrade pip
 	$(LOWEST)/bin/python scripts/lowest_constraints.py pyproject.toml > $(LOWEST)/constraints.txt
-	$(LOWEST)/bin/python -m pip install -q -c $(LOWEST)/constraints.txt -e . pytest selenium
+	$(LOWEST)/bin/python -m pip install -q -c $(LOWEST)/constraints.txt -e '.[html]' pytest selenium jsonschema
 	$(LOWEST)/bin/python scripts/lowest_constraints.py --check pyproject.toml
 	$(LOWEST)/bin/pytest -q -m "not gpu" -p no:cacheprovider
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from nsightwrap.core.contract import ENV_NCU_ITERS, PASS_NCU, ncu_default_filter
 from nsightwrap.run.launch import capture_layer_env, ncu_argv, pass_env, target_argv
+from nsightwrap.run.profiling import kernel_cap_args
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -117,7 +118,9 @@ def measure(target: list[str], work: Path, *, profile_args: list[str], timeout: 
         return _result(target, rows, manifest, verdicts)
     ncu_env = {**_clean_env(), **pass_env(work / "byhand", PASS_NCU, {**capture_layer_env(), ENV_NCU_ITERS: iters})}
     (work / "byhand" / "plain").mkdir(parents=True, exist_ok=True)
-    hand_ncu = ncu_argv(ncu, argv, work / "byhand" / "ncu", nvtx_filter=ncu_default_filter(), extra=())
+    # The same filter and the same per-launch-config cap as the profile's ncu pass.
+    cap = kernel_cap_args(int(manifest.get("settings", {}).get("ncu_kernel_cap") or 0))
+    hand_ncu = ncu_argv(ncu, argv, work / "byhand" / "ncu", nvtx_filter=[*ncu_default_filter(), *cap], extra=())
     rows["ncu by hand (same filter)"] = _timed(hand_ncu, ncu_env, work / "ncu-byhand.log", timeout)
     hand_nsys = [nsys, "profile", "-t", "cuda,nvtx", "-o", str(work / "byhand" / "nsys"), "-f", "true", *argv]
     rows["nsys by hand"] = _timed(hand_nsys, _clean_env(), work / "nsys-byhand.log", timeout)

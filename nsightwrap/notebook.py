@@ -4,7 +4,8 @@
     run = nw.load_run("nsightwrap-runs/20261201-120000-bench")
     run.to_frame()          # one row per benchmark: timer, ncu, nsys, ratio, verdict
     run.kernels()           # one row per kernel ncu profiled, with its clock model
-    run                     # in Jupyter: the HTML report, as `nsightwrap report --format html`
+    run                     # in Jupyter: counts and the worst benchmarks (every one behind a click)
+    run.full()              # in Jupyter: the full HTML report, as `nsightwrap report --format html`
     nw.read_ncu("report.ncu-rep")      # one row per profiled kernel, every metric
     nw.read_nsys("report.sqlite").ops  # GPU ops; .ranges (NVTX), .attribution (op -> range)
 
@@ -17,6 +18,7 @@ Like the CLI, this module sits above every stage and composes them; nothing impo
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,14 +85,43 @@ class Run:
         return gaps_frame(self.result)
 
     def _repr_html_(self) -> str:
-        # Jupyter shows the same self-contained page as `nsightwrap report --format html`.
+        # A compact view (counts, the worst few, every benchmark behind a click) whose CSS is
+        # scoped to its own root: the full report's page-wide CSS would restyle the notebook.
+        from nsightwrap.export.notebook_html import summary_html
+
+        return summary_html(self.result, f"nsightwrap-{uuid.uuid4().hex[:12]}")
+
+    def full_html(self) -> str:
+        """The full report as one HTML document, the same as ``nsightwrap report --format html``."""
+        from nsightwrap.core.extras import require_html
         from nsightwrap.export.html import render_html
 
+        require_html("run.full_html()")
         return render_html(self.result)
+
+    def full(self) -> FullReport:
+        """The full report for a notebook cell: shown in a sandboxed iframe, so that its CSS stays
+        inside it."""
+        return FullReport(self.full_html())
 
     def __repr__(self) -> str:
         flagged = len(self.flagged)
         return f"<nsightwrap run {self.result.run_dir}: {len(self.benchmarks)} benchmarks, {flagged} flagged>"
+
+
+@dataclass(frozen=True, repr=False)
+class FullReport:
+    """A run's full HTML report (``document``) as a notebook shows it: inside an iframe."""
+
+    document: str
+
+    def _repr_html_(self) -> str:
+        from nsightwrap.export.notebook_html import iframe
+
+        return iframe(self.document)
+
+    def __repr__(self) -> str:
+        return f"<nsightwrap full report: {len(self.document):,} characters of HTML>"
 
 
 def load_run(path: str | Path, *, tolerance: float = 0.1, clock_ref: str = "plain") -> Run:

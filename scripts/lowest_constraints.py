@@ -5,7 +5,8 @@
     python scripts/lowest_constraints.py --check     # installed versions == the floors
 
 pip has no "lowest versions" resolution, so ``make test-lowest`` writes the floors of
-pyproject.toml's ``[project] dependencies`` (``name>=X``) as ``name==X`` and installs with them:
+pyproject.toml's ``[project] dependencies`` and of the extras the tests need (``html``:
+matplotlib) (``name>=X``) as ``name==X`` and installs with them:
 the CPU tests then run against the oldest versions nsightwrap claims to support. A dependency
 without a ``>=`` floor is an error: every floor must be one the tests have passed with.
 """
@@ -19,16 +20,28 @@ from pathlib import Path
 _DEP = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*>=\s*([^,;\s]+)")
 
 
-def dependencies(text: str) -> list[str]:
-    """The strings of ``[project] dependencies`` (tomllib where it exists, else a plain scan)."""
+#: The optional extras whose floors are proven too: the CPU tests need them (the HTML report).
+EXTRAS = ("html",)
+
+
+def dependencies(text: str, extras: tuple[str, ...] = EXTRAS) -> list[str]:
+    """The strings of ``[project] dependencies`` and of the ``extras``' lists (tomllib where it
+    exists, else a plain scan)."""
     try:
         import tomllib
 
-        deps: list[str] = tomllib.loads(text)["project"]["dependencies"]
+        project = tomllib.loads(text)["project"]
+        deps: list[str] = list(project["dependencies"])
+        for extra in extras:
+            deps += project.get("optional-dependencies", {}).get(extra, [])
         return deps
-    except ImportError:  # Python 3.10: read the list by hand
+    except ImportError:  # Python 3.10: read the lists by hand
         block = re.search(r"^dependencies\s*=\s*\[(.*?)^\]", text, re.S | re.M)
-        return re.findall(r'"([^"]+)"', block.group(1)) if block else []
+        out = re.findall(r'"([^"]+)"', block.group(1)) if block else []
+        for extra in extras:
+            line = re.search(rf"^{re.escape(extra)}\s*=\s*\[(.*?)\]", text, re.S | re.M)
+            out += re.findall(r'"([^"]+)"', line.group(1)) if line else []
+        return out
 
 
 def floors(text: str) -> list[tuple[str, str]]:

@@ -1,4 +1,5 @@
-"""Shared test set-up: fixture paths, and GPU tests skipped where no GPU is present."""
+"""Shared test set-up: fixture paths, the ``slow`` marker from tests/slow_tests.txt, and GPU tests
+skipped where no GPU is present."""
 
 from __future__ import annotations
 
@@ -22,7 +23,21 @@ def _has_gpu() -> bool:
         return False
 
 
+SLOW_LIST = Path(__file__).resolve().parent / "slow_tests.txt"
+
+
+def slow_tests() -> set[str]:
+    """The test functions tests/slow_tests.txt names (``tests/test_x.py::test_name``)."""
+    lines = (ln.split("#", 1)[0].strip() for ln in SLOW_LIST.read_text().splitlines())
+    return {ln for ln in lines if ln}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # `make test` runs -m "not gpu and not slow", `make test-slow` the rest: CI runs both.
+    slow = slow_tests()
+    for item in items:
+        if item.nodeid.split("[", 1)[0] in slow:
+            item.add_marker(pytest.mark.slow)
     if _has_gpu():
         return
     skip = pytest.mark.skip(reason="no NVIDIA GPU on this machine")

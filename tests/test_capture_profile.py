@@ -91,7 +91,8 @@ def test_no_capture_leaves_the_target_alone(tmp_path: Path, monkeypatch, capsys)
     p = passes(manifest(tmp_path / "run"))
     assert "NSIGHTWRAP_CAPTURE" not in p["plain"]["env"]
     assert p["ncu"]["commands"][0]["argv"][3:6] == ["--nvtx", "--nvtx-include", "regex:nsightwrap@.*/iter[0-9]+/"]
-    assert p["ncu"]["commands"][0]["argv"][6] == "--metrics"
+    assert p["ncu"]["commands"][0]["argv"][6:10] == ["--filter-mode", "per-launch-config", "--launch-count", "3"]
+    assert p["ncu"]["commands"][0]["argv"][10] == "--metrics"
     assert not list((tmp_path / "run" / "plain").glob("timer-*.json"))
 
 

@@ -23,8 +23,8 @@ import pytest
 from refrun import build_run_dir
 from rich.console import Console
 
-from nsightwrap.analysis.decompose import PLACE_SPREAD_NS, GapInputs, causes_from_gap, decompose, q
 from nsightwrap.analysis.frames import GAP_COLUMNS, gaps_frame
+from nsightwrap.analysis.gap import PLACE_SPREAD_NS, GapInputs, causes_from_gap, decompose, q
 from nsightwrap.analysis.load import analyze
 from nsightwrap.analysis.model import BenchmarkResult, Gap, RunResult, Verdict
 from nsightwrap.core.unpack import unpacked
@@ -93,10 +93,46 @@ def _has_nsys(run: Path) -> bool:
     return any(p["name"] == "nsys" and p["status"] == "ok" for p in m.get("passes", []))
 
 
-#: Benchmarks whose residual is still over the bound: a launch-bound do_bench loop that nsys
-#: slowed 2.9x, whose parts measured under nsys are taken back by the profiler-overhead part
-#: (residual 1.2 us of 17.8 us). Kept here so that the list can only shrink.
-KNOWN_OVER = {("h200-sweep", "sweep.py:17 do_bench #2")}
+RUNS = sorted(p.parent for p in (ROOT / "fixtures" / "runs").glob("*/manifest.json"))
+#: What no measurement explains may be this share of the timing (gap.RESIDUAL_BOUND).
+BOUND = 0.05
+#: Parts over |gap| + 5% of the timing, each cancelled by parts of other measurements (found
+#: by printing the parts and the timeline figures; docs/reconciliation.md). The test fails on a
+#: new one and on one of these once it is gone, so that the list only shrinks.
+OPPOSED = {
+    # A loop at a faster clock than ncu's (clock -5.22 us) with do_bench's dirty flush (+2.14)
+    # and event cost (+3.45): the gap is +0.32 us of 91.5 us.
+    ("h200-sweep", "sweep.py:17 do_bench #1", "clock"),
+    # torch.utils.benchmark.Timer never flushes: the same kernels ran faster on a warm L2 than in
+    # ncu (cache_state), while the host launched them one by one (gaps, launch_overhead). No
+    # benchmark of that run has ncu's cache state, so ncu's own front end of these kernels is not
+    # measured and sits in both parts with opposite signs (about 0.7 us per kernel elsewhere).
+    ("h200-timer", "linear 2x19456x2560 bf16", "cache_state"),
+    ("h200-timer", "linear 2x19456x2560 bf16", "gaps"),
+    ("h200-timer", "torch_timer.py:41 Timer.timeit #1", "cache_state"),
+    ("h200-timer", "torch_timer.py:41 Timer.timeit #1", "launch_overhead"),
+    ("h200-timer", "torch_timer.py:42 Timer.adaptive_autorange #1", "cache_state"),
+    ("h200-timer", "torch_timer.py:42 Timer.adaptive_autorange #1", "gaps"),
+    # 80 elementwise kernels per window on a warm L2 (cache_state -182.15 us against a gap of
+    # -169.46 us, front end, launch overhead and gaps +12.67 us): ncu's own front end of each of
+    # the 80 launches is not measured in that run and sits in cache_state.
+    ("h200-mixed", "mixed.py:39 cuda_events #1", "cache_state"),
+    # A 3.1 us add: front end +1.17 us against a gap of +0.99 us, over by 20 ns (under one tick
+    # of the 32 ns event clock), with the clock (-0.04) and the residual (-0.14) against it.
+    ("h200-example", "add_small", "front_end"),
+}
+
+
+def _over_bound(run: Path, b: BenchmarkResult) -> set[tuple[str, str, str]]:
+    g, t = b.gap, b.timer
+    assert g is not None and t is not None
+    streams = b.nsys.streams if b.nsys is not None else 1
+    limit = abs(g.total_ns) + BOUND * t.median_ns
+    return {
+        (run.name, b.name, p.cause)
+        for p in g.parts
+        if abs(p.ns) > limit and not (p.cause in ("overlap", "gaps") and streams > 1)
+    }
 
 
 @pytest.mark.parametrize("run", SHIPPED, ids=lambda p: p.name)
@@ -111,18 +147,47 @@ def test_parts_add_up_exactly_and_the_residual_is_small(run: Path) -> None:
         assert g.total_ns == sum(p.ns for p in g.parts) + g.residual_ns
         assert g.total_ns == g.residual_ns + sum(p.ns for p in reversed(g.parts))
         assert g.total_ns == q(b.timer.median_ns - (b.ncu.median_ns or 0.0))
-        if not _has_nsys(run):
-            # Without an nsys pass the timeline parts cannot be measured, so the residual carries
-            # them (h200-clock-sweep: 0.34 us of a 2.4 us add); the bound holds where nsys ran.
-            continue
-        # What no measurement of the run explains: under 5% of the timing, or under 0.3 us.
-        within = abs(g.residual_ns) < max(0.05 * b.timer.median_ns, 300.0)
-        assert within != ((run.name, b.name) in KNOWN_OVER), (b.name, g.residual_ns)
+        assert all(p.ns * 8 == int(p.ns * 8) for p in g.parts)  # multiples of 1/8 ns
+        # No part for the profiler itself, in the parts or the causes.
+        assert not any(p.cause == "profiler_overhead" for p in g.parts)
+        assert not any(c.code.value == "profiler_overhead" for c in b.causes)
+        # What no measurement explains: at most 5% of the timing on every shipped run. On the
+        # causes run, side_stream's 2.98 us window reads 0.18 us (6.1%) longer in the nsys pass's
+        # own events than on its timeline's ops (same process, same iterations; 5% is 0.15 us,
+        # under 5 ticks of the 32 ns event clock): there the bound is PLACE_SPREAD_NS.
+        slack = PLACE_SPREAD_NS if run == CAUSES else 0.0
+        assert abs(g.residual_ns) <= max(BOUND * b.timer.median_ns, slack), (b.name, g.residual_ns)
+
+
+def test_no_part_is_larger_than_the_gap() -> None:
+    """No part over |gap| + 5% of the timing (overlap and gaps on several streams aside), but
+    for the opposed parts listed in OPPOSED."""
+    found: set[tuple[str, str, str]] = set()
+    for run in [*RUNS, CAUSES]:
+        for b in analyze(run).benchmarks:
+            if b.gap is not None:
+                found |= _over_bound(run, b)
+    assert found - OPPOSED == set(), sorted(found - OPPOSED)
+    assert OPPOSED - found == set(), "an opposed part is within the bound now: take it off OPPOSED"
+
+
+def test_nsys_slow_down_is_one_note_and_scales_the_host_parts_only(causes: RunResult) -> None:
+    for b in causes.benchmarks:
+        assert b.gap is not None
+        notes = [n for n in b.notes if re.match(r"nsys (slowed|sped up) this loop \d\.\d\dx", n)]
+        assert len(notes) == 1, (b.name, notes)
+        facts = b.gap.measurements["nsys_slowdown"]
+        assert facts["nsys_window_ns"] == q(causes_run_sidecar("nsys", b.name)["median_ns"])
+        scaled = [p for p in b.gap.parts if "scaled_to_plain_pass_by" in p.evidence]
+        assert {p.cause for p in scaled} <= {"front_end", "launch_overhead", "gaps"}
+        for p in scaled:
+            want = p.evidence["measured_under_nsys_ns"] * p.evidence["scaled_to_plain_pass_by"]
+            assert p.ns == pytest.approx(want, rel=1e-3, abs=0.5)
 
 
 def test_parts_come_in_order_and_name_their_measurements(causes: RunResult) -> None:
     order = ["clock", "cache_state", "front_end", "launch_overhead", "gaps", "overlap", "non_kernel_work",
-             "missed_work", "profiler_overhead"]  # fmt: skip
+             "missed_work"]  # fmt: skip
     for b in causes.benchmarks:
         assert b.gap is not None
         seen = [p.cause for p in b.gap.parts]
@@ -166,7 +231,9 @@ def test_warm_loop_is_faster_than_clean_ncu(causes: RunResult) -> None:
     (p,) = [p for p in g.parts if p.cause == "cache_state"]
     assert p.evidence["loop_cache"] == "warm" and -3_000 < p.ns < -2_000  # the weights stay in L2
     assert "flush_l2=False" in p.fix and "keep flush_l2=True" in p.fix
-    assert bench(causes, "mm_warm").verdict is Verdict.FLAGGED
+    # A warm L2 is the loop's own choice (flush_l2=False), no error of the timing.
+    assert bench(causes, "mm_warm").verdict is Verdict.EXPLAINED
+    assert bench(causes, "mm_warm").causes[0].code.value == "cache_state"
     assert bench(causes, "mm_clean").verdict is Verdict.OK  # the same GEMM, flushed: agrees
 
 
@@ -189,10 +256,17 @@ def test_launch_bound_loop(causes: RunResult) -> None:
     (lp,) = [p for p in g.parts if p.cause == "launch_overhead"]
     assert lp.evidence["queue_ran_dry_share"] == 1.0 and lp.evidence["hold_queue"] is False
     assert "keep hold_queue=True" in lp.fix
-    # nsys slowed that host: the profiler part is the plain timing minus the nsys pass's own.
+    # nsys slowed that host: the host-side parts measured under it are scaled by the plain pass's
+    # host share of the window over the nsys pass's (the window less the GPU's work in it).
     plain = causes_run_sidecar("plain", "add_launch_bound")["median_ns"]
     under = causes_run_sidecar("nsys", "add_launch_bound")["median_ns"]
-    assert part(g, "profiler_overhead") == q(plain - under) < -15_000
+    assert under - plain > 15_000
+    device = g.ncu_ns + sum(p.ns for p in g.parts if p.cause in ("clock", "cache_state"))  # type: ignore[operator]
+    scale = (plain - device) / (under - device)
+    assert lp.evidence["scaled_to_plain_pass_by"] == pytest.approx(scale, abs=1e-3)
+    assert lp.ns == pytest.approx(lp.evidence["measured_under_nsys_ns"] * scale, abs=1.0)
+    (note,) = [n for n in b.notes if n.startswith("nsys slowed this loop")]
+    assert f"{under / plain:.2f}x" in note and f"scaled by {scale:.2f}" in note
     assert b.verdict is Verdict.FLAGGED and b.causes[0].code.value == "launch_overhead"
 
 
@@ -213,7 +287,9 @@ def test_copy_is_non_kernel_work(example: RunResult) -> None:
     assert len(copies) == 52
     assert statistics.median(copies) == 501_185.0
     assert part(g, "non_kernel_work") == pytest.approx(statistics.median(copies), rel=1e-3)
-    assert g.ncu_ns == 0.0 and bench(example, "copy_1g").verdict is Verdict.FLAGGED
+    # ncu sees no kernel; nsys measures the copy that is the whole timing: explained.
+    assert g.ncu_ns == 0.0 and bench(example, "copy_1g").verdict is Verdict.EXPLAINED
+    assert [c.code.value for c in bench(example, "copy_1g").causes] == ["non_kernel_work"]
 
 
 def test_two_streams_overlap_and_the_join(example: RunResult) -> None:
@@ -287,7 +363,8 @@ def test_a_host_sampled_clock_contradicted_by_the_kernels_is_not_used(reference:
 def test_tolerance_still_decides(tmp_path: Path) -> None:
     loose = analyze(EXAMPLE, tolerance=0.6)
     assert bench(loose, "add_small").verdict is Verdict.OK  # front end 38% of the timing, residual 6%
-    assert bench(loose, "copy_1g").verdict is Verdict.FLAGGED  # ncu cannot see a copy at any tolerance
+    assert bench(loose, "copy_1g").verdict is Verdict.EXPLAINED  # a copy, which ncu cannot see, at any tolerance
+    assert bench(analyze(EXAMPLE, tolerance=0.1), "add_small").verdict is Verdict.FLAGGED
 
 
 def test_fixes_follow_the_method(example: RunResult) -> None:
@@ -344,9 +421,10 @@ def test_missing_measurements_leave_their_parts_out(tmp_path: Path) -> None:
     assert [p.cause for p in g.parts] == ["clock", "front_end"]  # the empty window, measured by the timer
     assert part(g, "front_end") == 0.0  # ... and subtracted by it
     assert g.measurements["nsys_timeline"] is False and g.measurements["nsys_kernel_ns"] is None
-    # What nsys would have explained is now the residual, and the residual flags it.
+    # What nsys would have explained is now the residual: over 5% of the timing, unexplained.
     assert g.residual_ns == q(g.total_ns - part(g, "clock"))
-    assert bench(result, "add_small").verdict is Verdict.FLAGGED
+    b = bench(result, "add_small")
+    assert b.verdict is Verdict.UNEXPLAINED and b.causes[0].code.value == "unexplained"
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -392,10 +470,10 @@ def test_notebook_documents_the_gap_frame() -> None:
 
 
 def test_timeline_windows_match_the_nsys_pass_timings(causes: RunResult) -> None:
-    # Where a run has no nsys-pass timings, the profiler part reads the windows off the nsys
+    # Where a run has no nsys-pass timings, the slow-down is read off the windows of the nsys
     # timeline. On this run both exist: the timeline's windows agree with the nsys pass's own
     # event timings within 3% on every benchmark of a microsecond or more.
-    from nsightwrap.analysis.decompose import nsys_timelines
+    from nsightwrap.analysis.gap import nsys_timelines
     from nsightwrap.analysis.iterations import nsys_iterations
     from nsightwrap.analysis.reconcile import BenchmarkSpec
     from nsightwrap.parsers.nsys import read_nsys
@@ -437,3 +515,56 @@ def test_a_gpu_measured_clock_contradicted_by_the_cupti_reading(tmp_path: Path) 
     assert any("contradicted" in n and "in the plain pass (CUPTI)" in n for n in b.notes)
     assert b.verdict is Verdict.OK
     assert abs(b.gap.residual_ns) < 0.05 * b.timer.median_ns
+
+
+def test_a_graph_replay_is_never_told_to_use_a_graph(causes: RunResult) -> None:
+    from nsightwrap.analysis.gap import launch_overhead
+
+    g = gap(causes, "add_launch_bound")
+    (lp,) = [p for p in g.parts if p.cause == "launch_overhead"]
+    assert "cuda_graph=True" in lp.fix  # nsightwrap.bench without a graph: a graph is one way out
+    # The same wait in a call that already replays a graph: more calls per replay, never a graph.
+    for kind, method in (
+        ("do_bench_cudagraph", {"flush": "none"}),
+        ("cuda_events", {"cuda_graph": True}),
+        ("nsightwrap_bench", {"cuda_graph": True, "hold_queue": False}),
+    ):
+        fix = launch_overhead.fix(kind, method, lp.ns)
+        assert "CUDA graph (" not in fix and "cuda_graph=True" not in fix and "capture" not in fix, (kind, fix)
+
+
+def test_without_nsys_the_plain_pass_cupti_reading_splits_the_window() -> None:
+    # h200-clock-sweep has no nsys pass; nsightwrap.bench read a few calls with CUPTI.
+    result = analyze(ROOT / "fixtures" / "runs" / "h200-clock-sweep")
+    for name in ("add_4k", "add_16m", "mm_square"):
+        b = bench(result, name)
+        g = gap(result, name)
+        assert b.timer is not None and b.timer.kernel_ns is not None and b.ncu is not None
+        (p,) = [p for p in g.parts if p.cause == "front_end"]
+        ev = p.evidence
+        clock = sum(x.ns for x in g.parts if x.cause == "clock")
+        assert ev["cupti_kernel_ns"] == q(b.timer.kernel_ns) and ev["measured"] == "plain pass (events, CUPTI)"
+        assert ev["window_beyond_kernels_ns"] == pytest.approx(b.timer.median_ns - b.timer.kernel_ns - ev["copies_ns"], abs=0.25)
+        assert ev["ncu_front_end_ns"] == pytest.approx(b.ncu.median_ns + clock - b.timer.kernel_ns, abs=0.25)  # type: ignore[operator]
+        assert p.ns == pytest.approx(ev["window_beyond_kernels_ns"] - ev["ncu_front_end_ns"], abs=0.25)
+    # The 4096-element add: 0.98 us of the 2.27 us window lies beyond its kernel after the
+    # subtracted empty window, ncu 0.79 us beyond the same kernel: 0.18 us of front end.
+    assert 150 < part(gap(result, "add_4k"), "front_end") < 220
+
+
+def test_host_share_scaled_up_only_past_the_gpus_work() -> None:
+    # The first timed window of h200-mixed: 138.37 ms plain, 107.73 ms under nsys, 0.18 ms of GPU
+    # work: module loading and handle creation took longer in the plain pass, on the host.
+    mixed = analyze(ROOT / "fixtures" / "runs" / "h200-mixed")
+    g = gap(mixed, "mixed.py:16 cuda_events #1")
+    facts = g.measurements["nsys_slowdown"]
+    assert facts["slowdown"] < 0.8 and facts["host_scale"] > 1.2
+    assert g.timer_ns is not None and abs(g.residual_ns) < 0.001 * g.timer_ns
+    # A 297 us GEMM loop the plain pass timed 13 us longer than nsys's windows: less than the
+    # GPU's work in it, so no host time is added and the difference stays in the residual.
+    timer = analyze(ROOT / "fixtures" / "runs" / "h200-timer")
+    b = bench(timer, "linear 2048x19456x2560 bf16")
+    assert b.gap is not None and b.gap.measurements["nsys_slowdown"]["host_scale"] == 1.0
+    assert not any("scaled_to_plain_pass_by" in p.evidence for p in b.gap.parts)
+    assert 10_000 < b.gap.residual_ns < 0.05 * b.gap.timer_ns  # type: ignore[operator]
+    assert any("longer by less than the GPU's work" in n for n in b.notes)

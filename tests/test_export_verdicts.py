@@ -109,15 +109,25 @@ def test_markdown_words_order_and_count(result: RunResult) -> None:
 
 
 def test_html_and_notebook_words_classes_and_count(result: RunResult) -> None:
-    for page in (render_html(result, max_charts=2, max_waterfalls=1), Run(result)._repr_html_()):
-        assert f"<b>{COUNT}</b>" in page
-        for word, cls in (("ok", "ok"), ("explained", "explained"), ("flagged", "flagged"), ("unexplained", "unexplained")):
-            assert f'<span class="{cls}">{word}</span>' in page
-        assert '<span class="other">no timer</span>' in page
-        assert ".unexplained{color:#a0a" in page and ".explained{color:#077}" in page
-        assert "<h2>Flagged and unexplained benchmarks</h2>" in page
-        body = page[page.index("<h2>Summary</h2>") :]
-        assert body.index(">mm_small<") < body.index(">add_small<") < body.index(">mm_skinny<") < body.index(">copy_1g<")
+    page = render_html(result, max_charts=2, max_waterfalls=1)
+    assert f"<b>{COUNT}</b>" in page
+    for word in ("ok", "explained", "flagged", "unexplained"):
+        assert f'<span class="{word}">{word}</span>' in page
+    assert '<span class="other">no timer</span>' in page
+    assert ".unexplained{color:#a0a" in page and ".explained{color:#077}" in page
+    assert "<h2>Flagged and unexplained benchmarks</h2>" in page
+    body = page[page.index("<h2>Summary</h2>") :]
+    assert body.index(">mm_small<") < body.index(">add_small<") < body.index(">mm_skinny<") < body.index(">copy_1g<")
+    # The notebook's compact view: the same words, classes, colours and count line.
+    shown = Run(result)._repr_html_()
+    rid = shown.split("id='")[1].split("'")[0]
+    assert COUNT in shown
+    for word in ("ok", "explained", "flagged", "unexplained"):
+        assert f"<td class='{word}'>{word}</td>" in shown
+    assert "<td class='other'>no timer</td>" in shown
+    assert f"#{rid} .unexplained{{color:#a0a;font-weight:bold}}" in shown and f"#{rid} .explained{{color:#077}}" in shown
+    names = re.findall(r"<td class='name'>([^<]+)</td>", shown)
+    assert names[:2] == ["mm_small", "add_small"]
 
 
 def test_html_charts_for_the_worst_only_and_says_so(result: RunResult) -> None:

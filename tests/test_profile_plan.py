@@ -15,15 +15,27 @@ def test_plan_printed_and_kept_with_actual_pass_times(tmp_path: Path, monkeypatc
     use_fakes(monkeypatch, tmp_path)
     r = profile(capsys, "-o", "run", "--no-analyze", T)
     assert r.code == 0, r.err
-    for i, name in enumerate(["plain", "ncu", "ncu-duration", "ncu-base", "nsys"], 1):
+    order = ["plain", "ncu", "ncu-duration", "nsys", "ncu-base"]  # the base pass last: it may not be needed
+    for i, name in enumerate(order, 1):
         assert f"plan {i}/5 {name}: " in r.err
-    plan = manifest(tmp_path / "run")["plan"]
-    assert [p["name"] for p in plan["passes"]] == ["plain", "ncu", "ncu-duration", "ncu-base", "nsys"]
+    assert "each distinct kernel (name, grid, block) profiled at most 3 times in the pass" in r.err
+    assert "plan 5/5 ncu-base: ncu duration and SM clock at --clock-control base (only if a benchmark's " \
+        "measured SM clock is more than 5% from ncu's" in r.err
+    m = manifest(tmp_path / "run")
+    plan = m["plan"]
+    assert [p["name"] for p in plan["passes"]] == order
     assert all(isinstance(p["actual_s"], float) and p["actual_s"] >= 0 for p in plan["passes"])
     assert all(p["estimate_s"] is not None for p in plan["passes"])
-    assert plan["budget_s"] is None and plan["cut"] == [] and plan["ncu_kernel_cap"] == 0
-    p = passes(manifest(tmp_path / "run"))
-    assert "--filter-mode" not in p["ncu"]["commands"][0]["argv"]
+    assert plan["budget_s"] is None and plan["cut"] == [] and plan["ncu_kernel_cap"] == 3
+    assert "(--ncu-kernel-cap)" in plan["passes"][1]["what"]
+    # The manifest keeps the clock sweep's records beside the ncu pass's, as before.
+    assert [x["name"] for x in m["passes"]] == ["plain", "ncu", "ncu-duration", "ncu-base", "nsys"]
+    p = passes(m)
+    for name in ("ncu", "ncu-duration", "ncu-base"):  # the cap is on by default, in every ncu pass
+        argv = p[name]["commands"][0]["argv"]
+        i = argv.index("--filter-mode")
+        assert argv[i : i + 4] == ["--filter-mode", "per-launch-config", "--launch-count", "3"], name
+        assert argv.index("-f") > i
 
 
 def test_budget_cuts_the_clock_sweep_and_says_so(tmp_path: Path, monkeypatch, capsys) -> None:
@@ -36,7 +48,7 @@ def test_budget_cuts_the_clock_sweep_and_says_so(tmp_path: Path, monkeypatch, ca
     assert p["ncu-duration"]["status"] == "skipped" and "--budget 1 s" in p["ncu-duration"]["message"]
     assert p["ncu-base"]["status"] == "skipped"
     assert p["ncu"]["status"] == "ok" and p["nsys"]["status"] == "ok"  # never cut
-    assert [c["pass"] for c in m["plan"]["cut"]] == ["ncu-duration", "ncu-base"]
+    assert [c["pass"] for c in m["plan"]["cut"]] == ["ncu-duration", "ncu-base"]  # nsys ran between them
     assert "ncu-duration pass cut: --budget 1 s" in r.err
 
 
@@ -90,3 +102,29 @@ def test_profile_cost_compares_the_verdicts_with_a_baseline(tmp_path: Path, monk
     v = res["verdicts"]
     assert v["defaults"] and v["defaults"] == v["baseline"] and v["same"] and rc == 0
     assert f"the same {len(v['defaults'])} benchmark(s) and verdicts as the baseline" in capsys.readouterr().out
+
+
+def test_no_cap_with_zero_or_with_the_users_own_launch_count(tmp_path: Path, monkeypatch, capsys) -> None:
+    use_fakes(monkeypatch, tmp_path)
+    r = profile(capsys, "-o", "run0", "--no-analyze", "--no-clock-sweep", "--ncu-kernel-cap", "0", T)
+    assert r.code == 0, r.err
+    assert "--filter-mode" not in passes(manifest(tmp_path / "run0"))["ncu"]["commands"][0]["argv"]
+    assert "profiled at most" not in r.err
+    r = profile(capsys, "-o", "run1", "--no-analyze", "--no-clock-sweep", "--ncu-args", "-c 5", T)
+    assert r.code == 0, r.err
+    argv = passes(manifest(tmp_path / "run1"))["ncu"]["commands"][0]["argv"]
+    assert "--filter-mode" not in argv and argv[argv.index("-c") + 1] == "5"
+
+
+def test_capped_run_is_analysed(tmp_path: Path, monkeypatch, capsys) -> None:
+    # The analysis reads the cap from the ncu command and rebuilds the sums (analysis/ncusample.py);
+    # the fake writes every kernel, so nothing is carried and the report is the uncapped one.
+    use_fakes(monkeypatch, tmp_path)
+    r = profile(capsys, "-o", "run", "--no-clock-sweep", T)
+    assert r.code == 0, r.err
+    from nsightwrap.analysis.load import analyze
+    from nsightwrap.analysis.ncusample import kernel_cap
+
+    assert kernel_cap(manifest(tmp_path / "run")) == 3
+    res = analyze(tmp_path / "run")
+    assert res.benchmarks and not any("carried by the median" in n for b in res.benchmarks for n in b.notes)

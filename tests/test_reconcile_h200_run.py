@@ -42,7 +42,8 @@ EXPECTED = {
     # The timer holds the queue and subtracts the empty window; what is left is the per-window
     # event and dispatch cost beyond ncu's own front end (docs/reconciliation.md).
     "add_small": ("flagged", ["front_end"]),
-    "copy_1g": ("flagged", ["non_kernel_work"]),
+    # ncu sees no kernel in a copy; nsys measures it, and it is the whole timing.
+    "copy_1g": ("explained", ["non_kernel_work"]),
     "softmax_mlp": ("ok", []),
     "two_streams": ("ok", []),
 }
@@ -145,7 +146,7 @@ def test_every_benchmark_verdict_and_causes(result: RunResult) -> None:
     assert [b.name for b in result.benchmarks] == list(EXPECTED)
     got = {b.name: (b.verdict.value, [c.code.value for c in b.causes]) for b in result.benchmarks}
     assert got == EXPECTED
-    assert [b.name for b in result.flagged] == ["add_small", "copy_1g"]
+    assert [b.name for b in result.flagged] == ["add_small"]
     assert result.timer_found and result.environment.gpu_name == "NVIDIA H200"
 
 
@@ -368,22 +369,25 @@ def test_terminal_fits_and_never_splits_a_number(result: RunResult, width: int) 
     out = _terminal(result, width)
     lines = out.splitlines()
     assert max(len(line.rstrip()) for line in lines) <= width
-    rows = [line for line in lines if line.startswith("│") and re.search(r"│ (ok|flagged|explained|unexplained) +│", line)]
+    rows = [line for line in lines if line.startswith("│") and re.search(r"│ (ok|explained|flagged|unexplained) +│", line)]
     assert len(rows) == 7  # one line per benchmark: nothing wrapped
     large = next(r for r in rows if "mm_large" in r)
     assert "281.09" in large and "1.00x" in large and "ok" in large
-    assert "flagged" in next(r for r in rows if "add_small" in r)
+    assert "flagged" in next(r for r in rows if "add_small" in r).lower()
     # Every number of the table is whole: no row ends a cell with a dangling digit group.
     for r in rows:
         for cell in r.strip("│").split("│")[1:]:
-            assert re.fullmatch(r"\s*(-|[\d.]+( us| ns| ms| GHz|x)?|ok|flagged|explained|unexplained)\s*", cell), cell
+            assert re.fullmatch(r"\s*(-|[\d.]+( us| ns| ms| GHz|x)?|ok|explained|flagged|unexplained)\s*", cell), cell
     assert "note: two_streams: ops overlapped on 2 stream(s)" in out
-    assert "front_end:" in out and "non_kernel_work:" in out
+    assert "front_end:" in out  # the flagged benchmark's cause (copy_1g is explained)
     assert re.search(r"gap \+0\.99 us = front end \+ events \+1\.\d\d us", out)  # the decomposition's line
     if width == 80:
         assert "times in us, clocks in GHz" in out and "not shown at this width: ncu raw, ncu clock" in out
     if width >= 120:
-        assert "281.09 us" in large and "283.49 us" in large  # units in cells, every column
+        assert "283.49" in large  # every column (ncu raw too)
+    if width >= 160:
+        # Units in cells: at 120 the verdict column ("explained" is its widest word) leaves no room.
+        assert "281.09 us" in large and "283.49 us" in large
 
 
 def _table_blocks(md: str) -> list[list[str]]:
@@ -426,11 +430,11 @@ def test_html_report_content(result: RunResult) -> None:
 
     # a bar chart per benchmark, the clock trace, a waterfall per flagged benchmark, the roofline
     assert page.count("<svg") >= 8 + len(result.flagged) + "".join(roofline_html(result)).count("<svg")
-    assert page.count("class='chart waterfall'") == len(result.flagged) == 2
+    assert page.count("class='chart waterfall'") == len(result.flagged) == 1
     assert "vectorized_elementwise_kernel&lt;(int)4, at::<wbr>native::<wbr>CUDAFunctor_add&lt;float&gt;" in page
     assert "kernel<(int)" not in page
     assert "<b>two_streams</b>: ops overlapped on 2 stream(s)" in page
-    assert page.count('<tr class="flagrow">') == 2
+    assert page.count('<tr class="flagrow">') == 1
     assert "no data" in page  # copy_1g has no ncu bar, and says so
 
 
@@ -470,12 +474,14 @@ def test_strict_exits_1_on_this_run(capsys: pytest.CaptureFixture[str]) -> None:
     assert {b["name"]: b["verdict"] for b in doc["benchmarks"]} == {k: v[0] for k, v in EXPECTED.items()}
 
 
-def test_tolerance_60_clears_add_small_but_not_copy_1g(capsys: pytest.CaptureFixture[str]) -> None:
-    r = _call(capsys, "report", str(RUN), "--tolerance", "60", "--strict")
-    assert r.returncode == 1, r.stderr  # copy_1g still flagged: ncu saw nothing to compare
-    rows = {line.split("│")[1].strip(): line for line in r.stdout.splitlines() if line.startswith("│")}
-    assert "1.49x" in rows["add_small"] and "ok" in rows["add_small"] and "flagged" not in rows["add_small"]
-    assert "flagged" in rows["copy_1g"]
-    assert "tolerance 60%" in r.stdout
-    assert re.search(r"non_kernel_work: 1 memcpy and 0 memset per iteration took 501\.[12]\d us", r.stdout)
-    assert "launch_overhead" not in r.stdout
+def test_tolerance_60_clears_add_small_and_copy_1g_stays_explained(capsys: pytest.CaptureFixture[str]) -> None:
+    # --strict passes ok and explained: at 60% the front end of add_small is within the
+    # tolerance, and copy_1g (a copy, which ncu cannot see) is explained at any tolerance.
+    r = _call(capsys, "report", str(RUN), "--tolerance", "60", "--strict", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = {b["name"]: b for b in json.loads(r.stdout)["benchmarks"]}
+    assert doc["add_small"]["verdict"] == "ok" and doc["add_small"]["ratio"] == pytest.approx(1.49, abs=0.01)
+    assert doc["copy_1g"]["verdict"] == "explained"
+    (cause,) = doc["copy_1g"]["causes"]
+    assert re.search(r"1 memcpy and 0 memset per iteration took 501\.[12]\d us", cause["message"])
+    assert not any(c["code"] == "launch_overhead" for b in doc.values() for c in b["causes"])

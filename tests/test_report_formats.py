@@ -76,7 +76,8 @@ def test_json_unknown_version_is_refused(result: RunResult, tmp_path: Path) -> N
 def test_markdown_sections_and_escaping(result: RunResult) -> None:
     md = render_markdown(_with_nasty_name(result))
     assert "| mm&lt;a\\|b&gt; | 17.31 us | 13.02 us | 13.02 us | 14.43 us | 14.43 us | 1.980 GHz | 1.791 GHz | 1.33x | **flagged** |" in md
-    assert "## Flagged benchmarks" in md and "**non_kernel_work**" in md
+    # copy_1g's copy is explained (nsys measures it); mm_small's event cost flags it.
+    assert "## Flagged benchmarks" in md and "**front_end**" in md
     assert "| driver | 580.159.04 |" in md and "| persistence mode | enabled |" in md
     assert "nsightwrap profile --passes plain,ncu,nsys workload.py" in md
     # ncu kernels, the same kernels on the roofline, and each benchmark's gap decomposition
@@ -110,5 +111,5 @@ def test_terminal_table(result: RunResult) -> None:
     out = buf.getvalue()
     row = next(line for line in out.splitlines() if "mm_large" in line and "us" in line)
     assert "273.87 us" in row and "275.30 us" in row and "227.64 us" in row and "1.20x" in row
-    assert re.search(r"non_kernel_work: 1 memcpy and 0 memset per iteration took 506\.[56]\d us", out)
+    assert re.search(r"front_end: each window holds \d+\.\d\d us of event and dispatch time", out)
     assert "fix: subtract the cost of an empty window" in out  # the fix for a hand-written event loop

@@ -381,7 +381,8 @@ def test_profile_runs_the_clock_sweep_and_measures_elasticity(tmp_path: Path) ->
     script.write_text(SWEEP_SCRIPT)
     run = tmp_path / "run"
     out = subprocess.run(
-        [sys.executable, "-m", "nsightwrap", "profile", "--passes", "plain,ncu", "-o", str(run), str(script)],
+        [sys.executable, "-m", "nsightwrap", "profile", "--passes", "plain,ncu", "--base-pass", "always", "-o", str(run),
+         str(script)],
         env=_env(), capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     print(out.stdout[-3000:], out.stderr[-3000:])

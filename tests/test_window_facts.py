@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from nsightwrap.analysis.captured import range_benchmarks
-from nsightwrap.analysis.decompose import nsys_timelines
+from nsightwrap.analysis.gap import nsys_timelines
 from nsightwrap.analysis.iterations import nsys_iterations
 from nsightwrap.analysis.reconcile import specs_from_nvtx
 from nsightwrap.analysis.window_facts import (

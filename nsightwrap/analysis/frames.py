@@ -74,7 +74,7 @@ KERNEL_COLUMNS: dict[str, str] = {
 GAP_COLUMNS: dict[str, str] = {
     "benchmark": "the benchmark whose gap (timer - ncu at its own clocks) this row is a part of",
     "cause": "the part: `clock`, `cache_state`, `front_end`, `launch_overhead`, `gaps`, `overlap`, "
-    "`non_kernel_work`, `missed_work`, `profiler_overhead`, or `residual` (what no measurement explains)",
+    "`non_kernel_work`, `missed_work`, or `residual` (what no measurement explains)",
     "ns": "its size, per call (positive: the timing is longer than ncu); a benchmark's rows sum to its gap",
     "actionable": "whether the timing method can change it (the verdict weighs these and the residual)",
     "fix": "what to do about it, in the terms of the method that timed the benchmark",

@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -24,8 +24,18 @@ from nsightwrap.analysis.model import ClockModel, KernelTiming, NcuStats, NsysSt
 from nsightwrap.core import intervals
 from nsightwrap.timer.stats import median_or_none
 
-if TYPE_CHECKING:
-    from nsightwrap.analysis.reconcile import BenchmarkSpec
+
+class RangeSpec(Protocol):
+    """What a benchmark's iterations are found by (``reconcile.BenchmarkSpec`` has it): its range
+    path and the prefix of its iteration ranges. A protocol, so that the lower stage need not
+    import ``reconcile``."""
+
+    @property
+    def nvtx_path(self) -> str: ...
+
+    @property
+    def iter_prefix(self) -> str: ...
+
 
 #: A range path ending in digits: group 1 is ``<nvtx_path>/<iter_prefix>``, group 2 the index
 #: (also splits a child range name into its prefix and index: ``reconcile.specs_from_nvtx``).
@@ -53,7 +63,7 @@ def _paths(v: object) -> tuple[str, ...]:
     return ()
 
 
-def _heads(specs: Sequence[BenchmarkSpec]) -> dict[str, int]:
+def _heads(specs: Sequence[RangeSpec]) -> dict[str, int]:
     """``<nvtx_path>/<iter_prefix>`` -> index of the benchmark."""
     return {f"{s.nvtx_path}/{s.iter_prefix}": i for i, s in enumerate(specs)}
 
@@ -66,7 +76,7 @@ def _empty_ncu() -> NcuStats:
 
 
 def ncu_stats_all(
-    kernels: pd.DataFrame, specs: Sequence[BenchmarkSpec], ref_clocks_hz: Sequence[float | None]
+    kernels: pd.DataFrame, specs: Sequence[RangeSpec], ref_clocks_hz: Sequence[float | None]
 ) -> list[NcuStats]:
     """ncu's per-iteration kernel sums for every benchmark, raw and at its reference clock.
 
@@ -214,7 +224,7 @@ def nsys_iterations(
     ops: pd.DataFrame,
     ranges: pd.DataFrame,
     attribution: pd.DataFrame,
-    specs: Sequence[BenchmarkSpec],
+    specs: Sequence[RangeSpec],
     event_calls: pd.DataFrame | None = None,
 ) -> NsysIterations:
     """Find every benchmark's iteration ranges and the ops launched inside each (one pass)."""

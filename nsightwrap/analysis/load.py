@@ -33,9 +33,9 @@ from nsightwrap.analysis.clocks import (
     plain_clock_from_samples,
     reference_clock,
 )
-from nsightwrap.analysis.decompose import Timeline, nsys_timelines
+from nsightwrap.analysis.gap import Timeline, nsys_timelines
 from nsightwrap.analysis.gpuclock import MAX_SLOWDOWN, MIN_SAMPLES, kernel_clocks, stamps_clock, with_slowdown
-from nsightwrap.analysis.iterations import NsysIterations, ncu_stats_all, nsys_iterations, nsys_stats_all
+from nsightwrap.analysis.iterations import NsysIterations, nsys_iterations, nsys_stats_all
 from nsightwrap.analysis.merged import join_shards, shard_entries, shard_run_dir
 from nsightwrap.analysis.model import (
     BenchmarkResult,
@@ -48,6 +48,7 @@ from nsightwrap.analysis.model import (
     Settings,
     TimerStats,
 )
+from nsightwrap.analysis.ncusample import kernel_cap, ncu_stats_sampled
 from nsightwrap.analysis.power import attach_power
 from nsightwrap.analysis.reconcile import BenchmarkSpec, reconcile_all, specs_from_nvtx
 from nsightwrap.analysis.roofline import attach_rooflines
@@ -77,10 +78,12 @@ def analyze(
     clock_ref: str = "plain",
     device_file: Path | None = None,
     read_ncu: NcuRepReader = read_ncu_rep,
+    manifest: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Load ``run_dir`` through the parsers, normalize to one SM clock and reconcile; place every
     benchmark on the GPU's roofline (``device_file``, else the run's or the cached one, analysis/roofline.py).
-    ``read_ncu`` reads the ncu passes' reports (see the module docs)."""
+    ``read_ncu`` reads the ncu passes' reports (see the module docs); ``manifest``: the run's manifest
+    as it stands, for a run still running (its file comes last)."""
     if not tolerance > 0:
         raise UsageError(f"--tolerance {tolerance} must be above 0", hint="e.g. --tolerance 10 for 10%")
     ref_choice = parse_clock_ref(clock_ref)
@@ -98,7 +101,7 @@ def analyze(
             except NsightwrapError as exc:
                 analysed[int(e["index"])] = exc
         return join_shards(run_dir, doc, analysed, tolerance=tolerance, clock_ref=clock_ref)
-    manifest = read_manifest(run_dir)
+    manifest = read_manifest(run_dir) if manifest is None else manifest
     layout = RunLayout(run_dir)
     notes: list[str] = []
 
@@ -137,7 +140,7 @@ def analyze(
     plain_hz = plain_clock_from_samples(samples) if samples is not None else None
     clocks, refs = benchmark_clocks(specs, found, nsys, nsys_timers, ref_choice, env, manifest, plain_hz)
     results = _reconcile_all(specs, refs, ncu, found, nsys_timers, tolerance=tolerance,
-                             ncu_cache_control=env.ncu_cache_control)  # fmt: skip
+                             ncu_cache_control=env.ncu_cache_control, manifest=manifest)  # fmt: skip
     results = [replace(r, clock=c, notes=(*_clock_note(r, c), *r.notes)) for r, c in zip(results, clocks, strict=True)]
     results = finish_results(results, specs, sidecars, tolerance, ncu, env.ncu_cache_control)
     return attach_power(attach_rooflines(RunResult(
@@ -239,21 +242,30 @@ def _reconcile_all(
     *,
     tolerance: float,
     ncu_cache_control: str,
+    manifest: Mapping[str, Any] | None = None,
 ) -> list[BenchmarkResult]:
     """Every benchmark's ncu and nsys figures at once (iterations.py: each path parsed once),
-    the nsys timelines of the gap's decomposition, then the reconciliation."""
-    n_list: list[NcuStats | None] = (
-        list(ncu_stats_all(ncu, specs, [hz for hz, _ in refs])) if ncu is not None else [None] * len(specs)
-    )
+    the nsys timelines of the gap's decomposition, then the reconciliation. A run whose ncu
+    passes were capped per launch configuration gets the launches ncu left out carried by the
+    median of the same kernel (analysis/ncusample.py), with a note."""
+    n_list: list[NcuStats | None] = [None] * len(specs)
+    sampled_notes: Sequence[tuple[str, ...]] = [()] * len(specs)
+    if ncu is not None:
+        m = manifest or {}
+        iters = _dig(m, "settings", "ncu_iters")
+        sampled = ncu_stats_sampled(ncu, specs, [hz for hz, _ in refs], found, kernel_cap(m),
+                                    int(iters) if isinstance(iters, int) and iters > 0 else None)  # fmt: skip
+        n_list, sampled_notes = list(sampled.stats), sampled.notes
     s_list: list[NsysStats | None] = [None] * len(specs)
     timelines: list[Timeline | None] = [None] * len(specs)
     if found is not None:
         s_list = list(nsys_stats_all(found, len(specs)))
         timelines = nsys_timelines(found, specs)
-    return reconcile_all(
+    results = reconcile_all(
         specs, n_list, s_list, timelines, refs, tolerance=tolerance, ncu_cache_control=ncu_cache_control,
         nsys_timers=nsys_timers,
     )  # fmt: skip
+    return [replace(r, notes=(*r.notes, *extra)) if extra else r for r, extra in zip(results, sampled_notes, strict=True)]
 
 
 def _plain_start(manifest: Mapping[str, Any]) -> float | None:
@@ -268,7 +280,7 @@ def _plain_start(manifest: Mapping[str, Any]) -> float | None:
 
 def _nsys_pass_timings(layout: RunLayout) -> dict[str, float]:
     """The nsys pass's own timings (``nsys/timer-*.json``, the sidecar format), median per call by
-    benchmark range: the decomposition's profiler-overhead part compares them with the plain pass."""
+    benchmark range: the decomposition measures nsys's slow-down of the loop with them (analysis/gap/slowdown.py)."""
     out: dict[str, float] = {}
     for path in sorted(layout.pass_dir(PASS_NSYS).glob(SIDECAR_GLOB)):
         try:

@@ -48,6 +48,8 @@ class CauseCode(str, Enum):
     NON_KERNEL_WORK = "non_kernel_work"
     OVERLAP = "overlap"
     EXTRA_OR_MISSING_KERNELS = "extra_or_missing_kernels"
+    #: Read in reports of earlier versions only: no part or cause is the profiler's own any more
+    #: (the parts measured under nsys are brought to the plain pass; analysis/gap/slowdown.py).
     PROFILER_OVERHEAD = "profiler_overhead"
     UNEXPLAINED = "unexplained"
     #: Parts of the gap's decomposition (``Gap``) that became causes in version 2.
@@ -65,6 +67,17 @@ class ClockModel(str, Enum):
 
 
 Evidence = Mapping[str, "float | int | str | None"]
+
+
+def _ns(v: float | None) -> str:
+    """A duration for a repr: ``17.31 us``; ``-`` when unknown (reprs stay one short line)."""
+    if v is None or v != v:
+        return "-"
+    return f"{v / 1e6:.3f} ms" if abs(v) >= 1e6 else f"{v / 1e3:.2f} us" if abs(v) >= 1e3 else f"{v:.0f} ns"
+
+
+def _hz(v: float | None) -> str:
+    return "-" if v is None or v != v else f"{v / 1e9:.3f} GHz"
 
 
 @dataclass(frozen=True)
@@ -105,6 +118,9 @@ class KernelTiming:
     #: ``duration_ns`` comes from the duration pass.
     counters_duration_ns: float | None = None
 
+    def __repr__(self) -> str:
+        return f"KernelTiming({self.kernel_short!r}, iteration {self.iteration}, {_ns(self.duration_ns)})"
+
 
 @dataclass(frozen=True)
 class TimerStats:
@@ -141,6 +157,9 @@ class TimerStats:
     #: Reason codes of the timer (``nsightwrap.timer.result.Reason``).
     reasons: tuple[str, ...] = ()
 
+    def __repr__(self) -> str:
+        return f"TimerStats(median {_ns(self.median_ns)}, n={self.n}, clock {_hz(self.sm_clock_hz)})"
+
 
 @dataclass(frozen=True)
 class NcuStats:
@@ -156,6 +175,12 @@ class NcuStats:
     kernel_names: tuple[str, ...]  # short names of one iteration's kernels, in launch order
     excluded_kernels: int  # kernels in the benchmark range but outside every iteration range
     kernels: tuple[KernelTiming, ...]
+
+    def __repr__(self) -> str:
+        return (
+            f"NcuStats(median {_ns(self.median_ns)}, at the reference clock {_ns(self.normalized_ns)}, "
+            f"{len(self.iterations_ns)} iterations, {len(self.kernels)} kernels)"
+        )
 
 
 @dataclass(frozen=True)
@@ -176,6 +201,12 @@ class NsysStats:
     busy_median_ns: float | None
     span_median_ns: float | None
     gap_median_ns: float | None  # span - busy
+
+    def __repr__(self) -> str:
+        return (
+            f"NsysStats(kernels {_ns(self.median_ns)}, busy {_ns(self.busy_median_ns)}, "
+            f"{len(self.iterations_ns)} iterations, {self.streams} stream(s))"
+        )
 
 
 @dataclass(frozen=True)
@@ -237,6 +268,14 @@ class BenchmarkResult:
     #: Launches of one op per window when a window holds several (an amortized loop), else 1.
     launches_per_window: int = 1
 
+    def __repr__(self) -> str:
+        ratio = "-" if self.ratio is None else f"{self.ratio:.3f}"
+        return (
+            f"BenchmarkResult({self.name!r}, {self.verdict.value}, ratio {ratio}, "
+            f"timer {_ns(self.timer.median_ns if self.timer else None)}, "
+            f"ncu {_ns(self.ncu.normalized_ns if self.ncu else None)}, {len(self.causes)} cause(s))"
+        )
+
 
 @dataclass(frozen=True)
 class GapPart:
@@ -247,9 +286,13 @@ class GapPart:
     evidence: Mapping[str, Any]
     fix: str
     message: str = ""
-    #: Whether the part is something the user's timing method can change (the verdict weighs
-    #: these and the residual); clock, gaps, overlap and profiler overhead are not.
+    #: Whether the part is something the user's timing method can change; clock, gaps and
+    #: overlap are not. The verdict weighs the parts that are errors of the timing
+    #: (analysis/gap/verdict.py).
     actionable: bool = False
+
+    def __repr__(self) -> str:
+        return f"GapPart({self.cause!r}, {_ns(self.ns)})"
 
 
 @dataclass(frozen=True)
@@ -257,7 +300,7 @@ class Gap:
     """timer - ncu (ncu at its own clock) = sum of the parts + residual, exactly.
 
     Every value is rounded to 1/8 ns, so the sum is exact in binary floating point in any order
-    (analysis/decompose.py; docs/reconciliation.md).
+    (analysis/gap/; docs/reconciliation.md).
     """
 
     total_ns: float
@@ -269,6 +312,10 @@ class Gap:
     #: Which measurements of the run existed for this benchmark (name -> what it was, or None
     #: where it was missing): a part whose measurement is missing is left out, never guessed.
     measurements: Mapping[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{p.cause} {_ns(p.ns)}" for p in self.parts)
+        return f"Gap(total {_ns(self.total_ns)} = {parts or 'no parts'}, residual {_ns(self.residual_ns)})"
 
 
 @dataclass(frozen=True)
@@ -310,6 +357,10 @@ class Roofline:
     status: str = "placed"
     issue: str = ""
     over_roof_pct: float | None = None
+
+    def __repr__(self) -> str:
+        pct = "-" if self.roof_pct is None else f"{self.roof_pct:.0f}%"
+        return f"Roofline({self.bound or 'unknown'}-bound, {pct} of the roof, {len(self.kernels)} kernels)"
 
 
 @dataclass(frozen=True)
@@ -466,6 +517,13 @@ class RunResult:
     shards: tuple[ShardSummary, ...] = ()
     #: ``--replicate``: each benchmark's spread across GPUs and the GPUs found slower.
     gpu_variance: GpuVariance | None = None
+
+    def __repr__(self) -> str:
+        counts: dict[str, int] = {}
+        for b in self.benchmarks:
+            counts[b.verdict.value] = counts.get(b.verdict.value, 0) + 1
+        tally = ", ".join(f"{n} {v}" for v, n in counts.items())
+        return f"RunResult({self.run_dir!r}: {len(self.benchmarks)} benchmarks" + (f": {tally})" if tally else ")")
 
     @property
     def flagged(self) -> tuple[BenchmarkResult, ...]:

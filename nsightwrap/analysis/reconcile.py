@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
 
 from nsightwrap.analysis.clocks import MEMORY_BOUND_MARGIN_PCT
-from nsightwrap.analysis.decompose import (
+from nsightwrap.analysis.gap import (
     GapInputs,
     Timeline,
     causes_from_gap,
@@ -36,19 +36,11 @@ from nsightwrap.analysis.model import (
     TimerStats,
     Verdict,
 )
-from nsightwrap.core.contract import DIRTY_FLUSHES, ITER_PREFIX, kernel_time_copies
+from nsightwrap.core.contract import ITER_PREFIX, kernel_time_copies
 from nsightwrap.core.intervals import concurrent
 from nsightwrap.core.units import ghz_text as _ghz
 from nsightwrap.core.units import us_text as _us
 from nsightwrap.timer.stats import median_or_none
-
-#: Clocks closer than this (relative) are "the same clock": NVML reports 15 MHz steps.
-CLOCK_SAME = 0.02
-#: Smallest timer excess over nsys busy time named as launch overhead: an empty CUDA-event
-#: window alone costs about 1.3 us (``method.empty_window_ns``, docs/timer.md).
-LAUNCH_MIN_NS = 1000.0
-#: Kernels shorter than this are launch-bound candidates under plain CUDA-event timing.
-SHORT_KERNEL_NS = 20_000.0
 
 
 @dataclass(frozen=True)
@@ -138,15 +130,6 @@ def _mode(values: Sequence[int]) -> int | None:
     return Counter(values).most_common(1)[0][0] if values else None
 
 
-def _flush_kind(method: Mapping[str, Any]) -> str | None:
-    """The timer's L2 flush: ``None`` (no flush) or its kind (``write+read``, ``zero``, ``yes``)."""
-    kind = method.get("flush")
-    if isinstance(kind, str) and kind:
-        return None if kind in ("none", "off", "no") else kind
-    v = method.get("flush_l2")
-    if v in (None, False, "none", "off", "no", "false", 0):
-        return None
-    return v if isinstance(v, str) and v not in ("true", "yes", "on") else "yes"
 
 
 def disagreement(ncu: NcuStats | None, nsys: NsysStats | None) -> Cause | None:
@@ -201,192 +184,6 @@ def overlap_ns(nsys: NsysStats | None) -> float | None:
         return None
     op_sum = median_or_none(nsys.op_sum_ns) or 0.0
     return op_sum if concurrent(op_sum, nsys.busy_median_ns) else None
-
-
-def find_causes(
-    timer: TimerStats | None,
-    ncu: NcuStats | None,
-    nsys: NsysStats | None,
-    *,
-    ratio: float | None,
-    ratio_raw: float | None,
-    ref_clock_hz: float | None,
-    tolerance: float,
-    ncu_cache_control: str = "all",
-) -> tuple[Cause, ...]:
-    """Every cause the data supports for a flagged benchmark (``unexplained`` if none)."""
-    causes: list[Cause] = []
-    t = timer.median_ns if timer else None
-    n_ncu = (_mode(ncu.kernels_per_iteration) or 0) if ncu else 0
-    dis = disagreement(ncu, nsys)
-    if dis:
-        causes.append(dis)
-
-    if nsys is not None and nsys.non_kernel_ns:
-        nk = median_or_none(nsys.non_kernel_ns) or 0.0
-        copies, sets = _mode(nsys.memcpy_per_iteration) or 0, _mode(nsys.memset_per_iteration) or 0
-        share = nk / nsys.busy_median_ns if nsys.busy_median_ns else None
-        only_copies = ncu is not None and n_ncu == 0 and not any(nsys.kernels_per_iteration)
-        if nk > 0 and (only_copies or (t and nk > tolerance / 2 * t)):
-            causes.append(
-                Cause(
-                    CauseCode.NON_KERNEL_WORK,
-                    f"{copies} memcpy and {sets} memset per iteration took {_us(nk)} that ncu cannot see"
-                    + (" (ncu saw no kernel at all)" if only_copies else ""),
-                    {
-                        "memcpy_per_iteration": copies,
-                        "memset_per_iteration": sets,
-                        "non_kernel_ns": nk,
-                        "share_of_busy": share,
-                        "ncu_kernels_per_iteration": n_ncu if ncu is not None else None,
-                        "nsys_busy_ns": nsys.busy_median_ns,
-                        "timer_ns": t,
-                    },
-                    "ncu profiles kernels only: judge this benchmark by nsys busy time, or keep copies "
-                    "out of the measured range",
-                )
-            )
-
-    if ncu is not None and ncu.sm_clock_hz and ref_clock_hz and n_ncu:
-        rel = ref_clock_hz / ncu.sm_clock_hz - 1
-        n_comp = sum(k.clock_model is not ClockModel.MEMORY for k in ncu.kernels)
-        n_mem = sum(k.clock_model is ClockModel.MEMORY for k in ncu.kernels)
-        # Only a clock difference that moved a rescaled kernel can explain anything.
-        if abs(rel) > CLOCK_SAME and n_comp:
-            raw_ok = ratio_raw is not None and abs(ratio_raw - 1) <= tolerance
-            norm_ok = ratio is not None and abs(ratio - 1) <= tolerance
-            if norm_ok and not raw_ok:
-                what = "normalization closes the gap"
-            elif raw_ok and not norm_ok:
-                what = (
-                    "ncu at its own clock agrees with the timer; normalizing to the reference clock "
-                    "opens the gap, so the reference clock is probably not the clock the kernels ran at"
-                )
-            else:
-                what = "normalization does not close the gap alone"
-            causes.append(
-                Cause(
-                    CauseCode.CLOCK,
-                    f"ncu ran at {_ghz(ncu.sm_clock_hz)}, the reference clock is {_ghz(ref_clock_hz)} "
-                    f"({rel:+.1%}): {what}",
-                    {
-                        "ncu_sm_clock_hz": ncu.sm_clock_hz,
-                        "ref_clock_hz": ref_clock_hz,
-                        "ratio_raw": ratio_raw,
-                        "ratio_normalized": ratio,
-                        "kernels_rescaled": n_comp,
-                        "kernels_memory_bound": n_mem,
-                    },
-                    "measure the SM clock on the GPU during the work (nsightwrap.bench does, per sample) or give --clock-ref HZ; "
-                    "lock clocks (nvidia-smi -lgc) for stable numbers",
-                )
-            )
-
-    if timer is not None and ncu is not None and n_ncu:
-        flush = _flush_kind(timer.method)
-        ncu_flushes = ncu_cache_control != "none"
-        slow = None
-        if nsys is not None and ncu.median_ns and ncu.normalized_ns and nsys.median_ns:
-            # Kernels slower outside ncu than inside it at either clock: ncu leaves the L2 clean.
-            slow = min(nsys.median_ns / ncu.median_ns, nsys.median_ns / ncu.normalized_ns)
-        mismatch = (flush is None) == ncu_flushes
-        dirty = flush in DIRTY_FLUSHES and ncu_flushes and slow is not None and slow > 1 + tolerance / 2
-        if slow is not None and (mismatch or dirty):
-            if mismatch and flush is None:
-                msg = "the timer does not flush the L2 while ncu flushes caches before every kernel"
-            elif mismatch:
-                msg = "the timer flushes the L2 while ncu ran with --cache-control none"
-            else:
-                msg = (
-                    f"the timer flushes the L2 by '{flush}' (leaves dirty lines to write back); the same "
-                    f"kernels took {slow - 1:+.0%} longer under nsys than under ncu, whose flush leaves L2 clean"
-                )
-            causes.append(
-                Cause(
-                    CauseCode.CACHE_STATE,
-                    msg,
-                    {
-                        "timer_flush": flush or "none",
-                        "ncu_cache_control": ncu_cache_control,
-                        "nsys_kernel_ns": nsys.median_ns if nsys else None,
-                        "ncu_kernel_ns": ncu.median_ns,
-                        "nsys_over_ncu": slow,
-                    },
-                    "flush the same way in both: a clean flush (write then read a 2x L2 buffer) in the timer, "
-                    "or ncu --cache-control none to compare warm numbers",
-                )
-            )
-
-    if timer is not None and t:
-        kernel_med = median_or_none([k.duration_ns for k in ncu.kernels]) if ncu and ncu.kernels else None
-        if nsys is not None and nsys.busy_median_ns is not None and any(nsys.busy_ns):
-            excess = t - nsys.busy_median_ns
-            gap = nsys.gap_median_ns or 0.0
-            threshold = max(LAUNCH_MIN_NS, tolerance / 2 * t)
-            if excess > threshold or gap > threshold:
-                causes.append(
-                    Cause(
-                        CauseCode.LAUNCH_OVERHEAD,
-                        f"the timer window ({_us(t)}) is {_us(excess)} longer than the GPU was busy under nsys "
-                        f"({_us(nsys.busy_median_ns)}); gaps between ops {_us(gap)} per iteration",
-                        {
-                            "timer_ns": t,
-                            "nsys_busy_ns": nsys.busy_median_ns,
-                            "nsys_span_ns": nsys.span_median_ns,
-                            "nsys_gap_ns": gap,
-                            "excess_ns": excess,
-                            "kernel_median_ns": kernel_med,
-                            "kernels_per_iteration": _mode(nsys.kernels_per_iteration),
-                        },
-                        "launches and event overhead are inside the window: capture the call in a CUDA graph, "
-                        "hold the queue back before timing, or time many calls per window",
-                    )
-                )
-        elif kernel_med is not None and kernel_med < SHORT_KERNEL_NS and ratio is not None and ratio > 1:
-            causes.append(
-                Cause(
-                    CauseCode.LAUNCH_OVERHEAD,
-                    f"short kernels (median {_us(kernel_med)}) and the timer is longer than ncu "
-                    "(no nsys pass to measure the gaps)",
-                    {"timer_ns": t, "kernel_median_ns": kernel_med, "ratio": ratio},
-                    "run the nsys pass to see the gaps; capture the call in a CUDA graph",
-                )
-            )
-
-    op_sum = overlap_ns(nsys)
-    if nsys is not None and op_sum is not None:
-        causes.append(
-            Cause(
-                CauseCode.OVERLAP,
-                f"ops overlapped on {nsys.streams} stream(s): their durations sum to {_us(op_sum)} "
-                f"but the GPU was busy {_us(nsys.busy_median_ns)}",
-                {"op_sum_ns": op_sum, "nsys_busy_ns": nsys.busy_median_ns, "streams": nsys.streams},
-                "ncu serializes kernels, so its sum overstates concurrent work: compare with nsys busy time",
-            )
-        )
-
-    # Busy time, not the kernel sum: overlapping kernels must not read as a slowdown.
-    if timer is not None and t and nsys is not None and nsys.busy_median_ns and nsys.busy_median_ns > t * (1 + tolerance):
-        causes.append(
-            Cause(
-                CauseCode.PROFILER_OVERHEAD,
-                f"the GPU was busy {_us(nsys.busy_median_ns)} per iteration under nsys, longer than the whole "
-                f"timer window {_us(t)} of the plain run",
-                {"nsys_busy_ns": nsys.busy_median_ns, "nsys_kernel_ns": nsys.median_ns, "timer_ns": t},
-                "trust ncu durations and plain-run timings over nsys durations for this benchmark",
-            )
-        )
-
-    if not causes:
-        causes.append(
-            Cause(
-                CauseCode.UNEXPLAINED,
-                "no cause in the data explains the difference",
-                {"ratio": ratio, "ratio_raw": ratio_raw, "timer_ns": t},
-                "rerun to check it repeats; look at the per-kernel table and the nsys timeline",
-            )
-        )
-    return tuple(causes)
 
 
 # ----------------------------------------------------------------------------- verdict
@@ -477,20 +274,15 @@ def reconcile(
         verdict = Verdict.FLAGGED if dis else (Verdict.NO_TIMER if (ncu or nsys) else Verdict.NO_DATA)
     elif ncu is None:
         verdict = Verdict.NO_NCU
-    elif ratio is None:
-        # The timer measured something ncu did not profile: its number cannot be checked.
-        verdict = Verdict.FLAGGED if (nsys_work or timer.median_ns > 0) else Verdict.NO_DATA
+    elif gap is None or (ratio is None and not nsys_work and timer.median_ns <= 0):
+        verdict = Verdict.NO_DATA
     else:
-        # The verdict rests on the decomposition: the residual and the parts the user's method
-        # can change, not the ratio alone (a clock difference or overlap is no timing error).
-        off = judge(gap, tolerance)[0] if gap is not None else abs(ratio - 1) > tolerance
-        verdict = Verdict.FLAGGED if off or dis else Verdict.OK
-        if not off and abs(ratio - 1) > tolerance:
-            notes.append(
-                f"the ratio {ratio:.2f}x is outside the tolerance, and measured parts explain the difference "
-                "(none of them a timing error): see the decomposition"
-            )
-        if not off and ratio_raw is not None and abs(ratio_raw - 1) > tolerance and abs(ratio - 1) <= tolerance:
+        # The verdict rests on the decomposition: the parts that are errors of the timing and the
+        # residual, not the ratio alone (a throttled clock or a flush is no timing error).
+        verdict, reason = judge(gap, tolerance, kernels_agree=dis is None)
+        # Kept with the decomposition (read back with the report): why this verdict, in one line.
+        gap = replace(gap, measurements={**gap.measurements, "verdict_reason": reason})
+        if verdict is Verdict.OK and ratio_raw is not None and abs(ratio_raw - 1) > tolerance:
             notes.append(
                 f"clock normalization closed the gap: {ratio_raw:.2f}x at ncu's clock, {ratio:.2f}x at "
                 f"{_ghz(ref_clock_hz)}"
@@ -510,30 +302,18 @@ def reconcile(
             f"but the GPU was busy {_us(nsys.busy_median_ns)}; judge by nsys busy time, not its kernel sum{agree}"
         )
     causes: tuple[Cause, ...] = ()
-    if verdict is Verdict.FLAGGED:
-        if timer is None:
-            causes = (dis,) if dis else ()
-        elif gap is not None:
-            found = [*([dis] if dis else []), *causes_from_gap(gap, tolerance)]
-            causes = tuple(found) or (
-                Cause(
-                    CauseCode.UNEXPLAINED,
-                    "no single part is large, but together they exceed the tolerance",
-                    {"ratio": ratio, "ratio_raw": ratio_raw, "timer_ns": timer.median_ns},
-                    "look at the decomposition of the gap and the per-kernel table",
-                ),
-            )
-        else:
-            causes = find_causes(
-                timer,
-                ncu,
-                nsys,
-                ratio=ratio,
-                ratio_raw=ratio_raw,
-                ref_clock_hz=ref_clock_hz,
-                tolerance=tolerance,
-                ncu_cache_control=ncu_cache_control,
-            )
+    if timer is None:
+        causes = (dis,) if dis and verdict is Verdict.FLAGGED else ()
+    elif gap is not None and verdict in (Verdict.FLAGGED, Verdict.EXPLAINED, Verdict.UNEXPLAINED):
+        found = [*([dis] if dis else []), *causes_from_gap(gap, tolerance, verdict)]
+        causes = tuple(found) or (
+            Cause(
+                CauseCode.UNEXPLAINED,
+                "no single part is large, but together they exceed the tolerance",
+                {"ratio": ratio, "ratio_raw": ratio_raw, "timer_ns": timer.median_ns},
+                "look at the decomposition of the gap and the per-kernel table",
+            ),
+        )
     launches = amortized_launches(ncu, nsys)
     if launches > 1 and timer is not None:
         notes.append(
@@ -637,7 +417,7 @@ def reconcile_all(
     nsys_timers: Mapping[str, float] | None = None,
 ) -> list[BenchmarkResult]:
     """``reconcile`` for every benchmark of a run, after measuring ncu's front-end time per
-    kernel on the benchmarks whose cache state matches ncu's (``decompose.front_end_offsets``)."""
+    kernel on the benchmarks whose cache state matches ncu's (``gap.front_end_offsets``)."""
     timers = nsys_timers or {}
     inputs = []
     for spec, n, s, tl, (hz, src) in zip(specs, ncu, nsys, timelines, refs, strict=True):

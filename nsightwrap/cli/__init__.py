@@ -19,7 +19,8 @@ from nsightwrap.core.errors import EXIT_INTERRUPTED, NsightwrapError, UsageError
 
 
 def _no_flag_metavar() -> None:
-    """Flags take no value, so --help shows none: some typer versions print ``<bool>`` for them."""
+    """Flags take no value, so --help shows none: some typer versions print ``<bool>`` for them;
+    and an argument named by its metavar shows no type beside it."""
     try:
         from typer.core import TyperOption
     except ImportError:  # another typer layout: nothing to fix
@@ -34,6 +35,21 @@ def _no_flag_metavar() -> None:
         return shown(self, ctx)  # type: ignore[no-any-return]
 
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+    try:
+        from typer.core import TyperArgument
+    except ImportError:
+        return
+    shown_arg = getattr(TyperArgument, "display_type_rich", None)
+    if shown_arg is None:
+        return
+
+    def argument_type_rich(self: TyperArgument, ctx: object) -> str | None:
+        # An argument's metavar (RUN_DIR, REPORT) names its value; ``<list[Path]>`` beside it adds noise.
+        if getattr(self, "metavar", None) is not None:
+            return None
+        return shown_arg(self, ctx)  # type: ignore[no-any-return]
+
+    TyperArgument.display_type_rich = argument_type_rich  # type: ignore[method-assign,assignment]
 
 
 _no_flag_metavar()
@@ -51,6 +67,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+#: ``-f``, the old short form of ``--format``: still read, no longer shown (ncu and nsys read
+#: ``-f`` as --force-overwrite; docs/cli.md).
+OLD_FORMAT_HELP = "Old short form of --format."
+#: What a GPU index means in every command (``doctor --gpu``, ``device --gpu``, ``profile --gpus``).
+GPU_INDEX = "its nvidia-smi index, or its position in CUDA_VISIBLE_DEVICES when that is set (as for profile --gpus)"
 
 _state = {"debug": False}
 #: The command line ``main`` was called with (``profile --gpus`` hands it on to each shard).

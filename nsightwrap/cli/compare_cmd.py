@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from nsightwrap.cli import app, err_console, write_output
+from nsightwrap.cli import OLD_FORMAT_HELP, app, err_console, write_output
 from nsightwrap.compare.sides import load_side
 from nsightwrap.compare.stats import PRESETS
 from nsightwrap.compare.verdicts import Comparison, compare
@@ -46,27 +46,32 @@ class Preset(str, Enum):
 
 @app.command("compare")
 def compare_command(
-    baseline: Annotated[Path, typer.Argument(help="Baseline: a run directory or a report JSON.")],
+    baseline: Annotated[Path, typer.Argument(metavar="BASELINE", help="Baseline: a run directory or a report JSON.")],
     current: Annotated[
-        Path | None, typer.Argument(help="Current: a run directory or a report JSON (none with --gpu-vs-gpu).")
+        Path | None, typer.Argument(metavar="CURRENT", help="Current: a run directory or a report JSON (none with --gpu-vs-gpu).")
     ] = None,
-    threshold: Annotated[
+    tolerance: Annotated[
         float | None,
         typer.Option(
-            "--threshold", help="Smallest change that counts, in percent (default 5; overrides --preset)."
+            "--tolerance", metavar="PCT",
+            help="Smallest change that counts, in percent (default 5; overrides --preset).",
         ),
     ] = None,
+    threshold: Annotated[
+        float | None, typer.Option("--threshold", hidden=True, help="Old name of --tolerance.")
+    ] = None,
     preset: Annotated[
-        Preset, typer.Option("--preset", help="tight (2%), default (5%), loose (10%, alpha 0.001).")
+        Preset, typer.Option("--preset", metavar="tight|default|loose", help="tight (2%), default (5%), loose (10%, alpha 0.001).")
     ] = Preset.default,
     metric: Annotated[
-        Metric, typer.Option("--metric", help="Which timing to compare: timer, ncu or nsys.")
+        Metric, typer.Option("--metric", metavar="timer|ncu|nsys", help="Which timing to compare: timer, ncu or nsys.")
     ] = Metric.timer,
     fmt: Annotated[
-        Format, typer.Option("--format", "-f", help="Output: table, md, json or junit.")
+        Format, typer.Option("--format", metavar="table|md|json|junit", help="Output: table, md, json or junit.")
     ] = Format.table,
+    fmt_f: Annotated[Format | None, typer.Option("-f", hidden=True, help=OLD_FORMAT_HELP)] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the output to this file.")
+        Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the output to this file.")
     ] = None,
     no_fail: Annotated[
         bool, typer.Option("--no-fail", help="Exit 0 even when a benchmark is SLOWER.")
@@ -92,29 +97,35 @@ def compare_command(
     """Compare two runs benchmark by benchmark: SAME, FASTER, SLOWER or AMBIGUOUS.
 
     SLOWER needs a significant change (Mann-Whitney U), a bootstrap interval of the median ratio
-    past the threshold, and the same change in SM cycles, so a lower clock is not a regression.
+    past the tolerance, and the same change in SM cycles, so a lower clock is not a regression.
     Exit 1 when any benchmark is SLOWER (unless --no-fail). Energy per call, where both runs
     recorded it (NVML), gets its own verdict beside the time verdict: MORE, LESS, SAME or
     AMBIGUOUS, by the same statistics; --fail-on-energy makes MORE fail too.
 
-    In CI: nsightwrap compare baseline.json RUN --format junit -o compare.xml
+    Examples:
 
-    For a pull-request comment: nsightwrap compare baseline.json RUN --format md -o compare.md
+      nsightwrap compare baseline.json RUN --format junit -o compare.xml   # in CI
 
-    Judge ncu's durations instead: nsightwrap compare A B --metric ncu (profile with --ncu-iters 10)
+      nsightwrap compare baseline.json RUN --format md -o compare.md   # for a pull-request comment
 
-    GPU against GPU: nsightwrap compare RUN --gpu-vs-gpu (RUN from profile --gpus all --replicate)
+      nsightwrap compare baseline.json RUN --tolerance 2   # count changes from 2%
 
-    A CI gate no rename can pass: nsightwrap compare baseline.json RUN --require-all
+      nsightwrap compare A B --metric ncu   # judge ncu's durations (profile with --ncu-iters 10)
+
+      nsightwrap compare RUN --gpu-vs-gpu   # GPU against GPU (RUN from profile --gpus all --replicate)
+
+      nsightwrap compare baseline.json RUN --require-all   # a CI gate no rename can pass
 
     Exit codes: 0 ok, 1 a benchmark SLOWER, 2 bad input, 7 no benchmark in common (or, with
     --require-all, a baseline benchmark missing).
     """
     settings = PRESETS[preset.value]
-    if threshold is not None:
-        if not 0 < threshold < 100:
-            raise UsageError(f"--threshold {threshold:g} is out of range", hint="give a percentage, e.g. 5")
-        settings = replace(settings, threshold=threshold / 100.0)
+    fmt = fmt_f or fmt
+    tolerance = tolerance if tolerance is not None else threshold
+    if tolerance is not None:
+        if not 0 < tolerance < 100:
+            raise UsageError(f"--tolerance {tolerance:g} is out of range", hint="give a percentage, e.g. --tolerance 5")
+        settings = replace(settings, threshold=tolerance / 100.0)
     if gpu_vs_gpu:
         from nsightwrap.cli.gpu_compare import gpu_vs_gpu as by_gpu
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -12,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from nsightwrap.cli import app, err_console, write_output
+from nsightwrap.cli import GPU_INDEX, OLD_FORMAT_HELP, app, err_console, write_output
 from nsightwrap.core.errors import ProfilerFailed, UsageError
 
 
@@ -35,11 +36,11 @@ Examples:
 
   nsightwrap device --quick              # under 30 s
 
-  nsightwrap device --gpu 1 -f md -o gpu1.md
+  nsightwrap device --gpu 1 --format md -o gpu1.md
 
   nsightwrap device --only bandwidth,latency
 
-  nsightwrap device --input ~/.cache/nsightwrap/device/UUID.json -f html -o device.html   # a saved file, no GPU
+  nsightwrap device --input ~/.cache/nsightwrap/device/UUID.json --format html -o device.html   # a saved file, no GPU
 """
 
 
@@ -109,19 +110,29 @@ def _render(dev: Any, fmt: Format, output: Path | None) -> str | None:
 
 @app.command("device", help=HELP)
 def device_command(
-    gpu: Annotated[int | None, typer.Option("--gpu", min=0, help="CUDA index of the GPU to measure [default: current].")] = None,
+    gpu: Annotated[int | None, typer.Option("--gpu", min=0, metavar="INDEX", help=f"GPU to measure: {GPU_INDEX} (default: the first CUDA sees).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Fewer sizes and samples: under 30 s.")] = False,
     only: Annotated[
-        str | None, typer.Option("--only", help="Groups to measure, of bandwidth,latency,launch,compute [default: all].")
+        str | None, typer.Option("--only", metavar="GROUPS", help="Groups to measure, of bandwidth,latency,launch,compute (default: all).")
     ] = None,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output: table, json, md or html.")] = Format.table,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")] = None,
+    fmt: Annotated[Format, typer.Option("--format", metavar="table|json|md|html", help="Output: table, json, md or html.")] = Format.table,
+    fmt_f: Annotated[Format | None, typer.Option("-f", hidden=True, help=OLD_FORMAT_HELP)] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE instead of stdout.")] = None,
     input_file: Annotated[
-        Path | None, typer.Option("--input", "-i", help="Show a saved device file instead of measuring (no GPU needed).")
+        Path | None, typer.Option("--input", "-i", metavar="FILE", help="Show a saved device file instead of measuring (no GPU needed).")
     ] = None,
     no_save: Annotated[bool, typer.Option("--no-save", help="Do not write the result to the user's cache.")] = False,
 ) -> None:
     from nsightwrap.device.store import read_device_file, save_to_cache
+
+    fmt = fmt_f or fmt
+    if fmt is Format.html:  # before minutes of measuring, not after
+        from nsightwrap.core.extras import require_html
+
+        require_html("the HTML device page")
+    # CUDA numbers GPUs fastest first unless told otherwise; nvidia-smi (and doctor --gpu,
+    # profile --gpus) by PCI bus: one order, so that --gpu I is the same GPU in every command.
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 
     if input_file is not None:
         if gpu is not None or quick or only:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from enum import Enum
 from typing import Annotated
@@ -11,7 +12,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from nsightwrap.cli import app
+from nsightwrap.cli import GPU_INDEX, OLD_FORMAT_HELP, app
+from nsightwrap.core.errors import UsageError
 
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
 
@@ -41,14 +43,39 @@ def preflight(warn: Callable[[str], None]) -> None:
         warn(f"doctor: {c.status.value} {c.name}: {c.message}" + (f" (fix: {c.fix})" if c.fix else ""))
 
 
+def smi_index(gpu: int | None) -> int | None:
+    """``--gpu I`` as nvidia-smi numbers it: with CUDA_VISIBLE_DEVICES set, I is a position in
+    that list (as in CUDA, ``device --gpu`` and ``profile --gpus``), else nvidia-smi's index."""
+    visible = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    if gpu is None or not visible:
+        return gpu
+    if gpu >= len(visible):
+        raise UsageError(
+            f"--gpu {gpu}: CUDA_VISIBLE_DEVICES={','.join(visible)} holds {len(visible)} GPU(s)",
+            hint=f"choose 0..{len(visible) - 1}, or unset CUDA_VISIBLE_DEVICES to use nvidia-smi's numbers",
+        )
+    entry = visible[gpu]
+    if entry.isdigit():
+        return int(entry)
+    from nsightwrap.run.shards import resolve_gpus
+    from nsightwrap.run.tools import find_optional
+
+    smi = find_optional("nvidia-smi")
+    slot = resolve_gpus(entry, smi.path if smi else None)[0]  # a UUID: its nvidia-smi index
+    if slot.index is None:
+        raise UsageError(f"--gpu {gpu}: {entry} (CUDA_VISIBLE_DEVICES) is not a GPU nvidia-smi lists", hint="see nvidia-smi -L")
+    return slot.index
+
+
 @app.command("doctor")
 def doctor_command(
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="table (one line per check) or json.")] = Format.table,
+    fmt: Annotated[Format, typer.Option("--format", metavar="table|json", help="table (one line per check) or json.")] = Format.table,
+    fmt_f: Annotated[Format | None, typer.Option("-f", hidden=True, help=OLD_FORMAT_HELP)] = None,
     gpu: Annotated[
-        int | None, typer.Option("--gpu", min=0, help="nvidia-smi index of the GPU to check [default: the first CUDA sees].")
+        int | None, typer.Option("--gpu", min=0, metavar="INDEX", help=f"GPU to check: {GPU_INDEX} (default: the first CUDA sees).")
     ] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Skip the checks that run ncu and import torch (seconds).")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show the evidence of every check.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="More output: the evidence of every check.")] = False,
 ) -> None:
     """Find what would make the numbers wrong before a run: every check ok, warn or fail, with
     its evidence and its fix. Exit 0 when all are ok, 1 with warnings, 2 with failures.
@@ -59,13 +86,18 @@ def doctor_command(
     triton), and the GPU: persistence mode, application and locked clocks, throttle reasons,
     temperature, MIG, ECC, other processes on the GPU, CUDA_VISIBLE_DEVICES, power limit.
 
-    Before a benchmark session: nsightwrap doctor
+    Examples:
 
-    In CI, keep the evidence: nsightwrap doctor --format json > doctor.json
+      nsightwrap doctor   # before a benchmark session
 
-    The second GPU of the machine: nsightwrap doctor --gpu 1
+      nsightwrap doctor --format json > doctor.json   # in CI, keep the evidence
+
+      nsightwrap doctor --gpu 1 -v   # the second GPU, with the evidence of every check
     """
     from nsightwrap.run.doctor import run_checks
+
+    fmt = fmt_f or fmt
+    gpu = smi_index(gpu)
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     show = fmt is Format.table and err.is_terminal

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from nsightwrap.cli import app
+from nsightwrap.cli import OLD_FORMAT_HELP, app
 
 
 class By(str, Enum):
@@ -45,15 +45,16 @@ Examples:
 def inspect(
     report: Annotated[Path, typer.Argument(metavar="REPORT", help="The report file to read.")],
     by: Annotated[
-        By, typer.Option("--by", help="One row per GPU op (kernel) or per NVTX range path (range).")
+        By, typer.Option("--by", metavar="kernel|range", help="One row per GPU op (kernel) or per NVTX range path (range).")
     ] = By.kernel,
     fmt: Annotated[
-        Format, typer.Option("--format", "-f", help="table (terminal), csv, json or md (Markdown).")
+        Format, typer.Option("--format", metavar="table|csv|json|md", help="table (terminal), csv, json or md (Markdown).")
     ] = Format.table,
+    fmt_f: Annotated[Format | None, typer.Option("-f", hidden=True, help=OLD_FORMAT_HELP)] = None,
     nsys: Annotated[
         str | None,
         typer.Option(
-            "--nsys", help="nsys executable to export a .nsys-rep with (default: NSIGHTWRAP_NSYS, PATH)."
+            "--nsys", metavar="PATH", help="nsys executable to export a .nsys-rep with (default: NSIGHTWRAP_NSYS, PATH)."
         ),
     ] = None,
 ) -> None:
@@ -63,6 +64,7 @@ def inspect(
     from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
     from nsightwrap.run.nsys_export import export_nsys_sqlite
 
+    fmt = fmt_f or fmt
     # The tools are bound here: nsys exports a .nsys-rep, and the native ncu reader runs in a
     # child process, so that its crash becomes one line, not a dead inspect.
     view = load_view(

@@ -18,9 +18,9 @@ from nsightwrap.run.merge import merge_runs
 @app.command("merge")
 def merge_command(
     runs: Annotated[
-        list[Path], typer.Argument(metavar="RUN_DIR...", help="Run directories of the shards (or merged runs).")
+        list[Path], typer.Argument(metavar="RUN_DIR", help="Run directories of the shards (or merged runs).")
     ],
-    output: Annotated[Path, typer.Option("-o", "--output", help="The merged run directory (must not exist).")],
+    output: Annotated[Path, typer.Option("-o", "--output", metavar="DIR", help="The merged run directory (must not exist).")],
     allow_mixed: Annotated[
         bool,
         typer.Option("--allow-mixed", help="Merge shards run on different GPU models or nsightwrap versions."),
@@ -39,9 +39,11 @@ def merge_command(
     nsightwrap report and compare read the merged run as one. Exit 3 when a shard had failed
     (unless --allow-failed-shards), 4 when one timed out.
 
-    After a Slurm job array: nsightwrap merge runs/shard-* -o runs/merged
+    Examples:
 
-    Shards from two machines: nsightwrap merge nodeA/run-0 nodeB/run-1 -o merged
+      nsightwrap merge runs/shard-* -o runs/merged   # after a Slurm job array
+
+      nsightwrap merge nodeA/run-0 nodeB/run-1 -o merged   # shards from two machines
     """
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     out = Console(highlight=False, soft_wrap=True)

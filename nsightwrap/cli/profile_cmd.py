@@ -41,6 +41,7 @@ from nsightwrap.run.launch import (
     target_argv,
 )
 from nsightwrap.run.profiling import (
+    DEFAULT_NCU_KERNEL_CAP,
     PROF_KERNEL,
     Problem,
     Settings,
@@ -53,6 +54,19 @@ from nsightwrap.run.rundir import PassRecord, create_run_dir, default_run_dir
 from nsightwrap.run.shards import ShardSpec, shard_spec
 
 _DEFAULT_NCU_ITERS = 3
+
+
+def _base_pass_choice(value: str) -> str:
+    if value not in ("auto", "always"):
+        raise UsageError(f"--base-pass {value!r} is not auto or always", hint="--base-pass always runs it in every run")
+    return value
+
+
+def _base_check(root: Path, manifest: dict[str, Any]) -> str | None:
+    """Before the base pass: why it is not needed, or None (analysis/basepass.py)."""
+    from nsightwrap.analysis.basepass import check_run
+
+    return check_run(root, manifest)
 
 
 #: Seconds between two heartbeat lines of a pass without a terminal (``NSIGHTWRAP_HEARTBEAT_S``).
@@ -256,17 +270,35 @@ def _analyze(root: Path, out: Console, err: Console, *, show: bool) -> int:
 
 
 def nothing_measured_line(root: Path) -> str:
-    """Why no benchmark got a figure, and the fix: no tools, no GPU, or no timings captured."""
+    """Why no benchmark got a figure, and the fix for each cause: no GPU, no ncu/nsys, no timings
+    captured. The causes come from the run's manifest (what ran, what was skipped); the raw files
+    stay in ``root`` for a look."""
+    import json
     import shutil
 
-    if shutil.which("ncu") is None and shutil.which("nsys") is None and shutil.which("nvidia-smi") is None:
-        why = "no GPU tools found (ncu, nsys, nvidia-smi)"
-        fix = "install the CUDA toolkit's Nsight tools and run on a machine with an NVIDIA GPU (nsightwrap doctor)"
-    else:
-        why = "no timings were captured"
-        fix = ("time the code with nsightwrap.bench or do_bench, or give --nvtx-include for the target's own "
-               "ranges; see the passes' logs in " + str(root / "logs"))
-    return f"nothing was measured in {root}: {why} (fix: {fix})"
+    try:
+        m = json.loads((root / "manifest.json").read_bytes())
+        skipped = [p["name"] for p in m.get("passes", ()) if p.get("status") == "skipped"]
+        no_gpu = not m.get("gpu") and shutil.which("nvidia-smi") is None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):  # a merged or odd run: ask PATH
+        skipped = [t for t in ("ncu", "nsys") if shutil.which(t) is None]
+        no_gpu = shutil.which("nvidia-smi") is None
+    why: list[str] = []
+    fix: list[str] = []
+    if no_gpu:
+        why.append("no NVIDIA GPU (nvidia-smi not found)")
+        fix.append("run on a machine with an NVIDIA GPU and its driver (nsightwrap doctor)")
+    tools = [t for t in ("ncu", "nsys") if t in skipped]
+    if tools:
+        why.append(f"{' and '.join(tools)} not found")
+        fix.append("install the CUDA toolkit's Nsight tools or give --ncu/--nsys PATH")
+    why.append("no timings were captured")
+    logs = [root / p / "stdout.log" for p in PASSES if (root / p / "stdout.log").is_file()]
+    fix.append(
+        "time the code with nsightwrap.bench or do_bench, or give --nvtx-include for the target's own ranges"
+        + (f" (the target's output: {logs[0]})" if logs else "")
+    )
+    return f"nothing was measured in {root}: {', '.join(why)} (fix: {'; '.join(fix)}); raw files kept in {root}"
 
 
 @app.command(
@@ -277,60 +309,60 @@ def nothing_measured_line(root: Path) -> str:
         "TARGET is a Python script (run with this Python), -m MODULE, or an executable; "
         "everything after it goes to the target (nsightwrap options come first; use -- before an "
         "executable whose arguments look like nsightwrap options).\n\n"
-        "All three passes: nsightwrap profile bench.py --size 4096\n\n"
-        "Timings only, quick: nsightwrap profile --passes plain bench.py\n\n"
-        "A binary, its own NVTX ranges: nsightwrap profile --nvtx-include 'mybench/' -- ./bench --n 10\n\n"
-        "In CI: nsightwrap profile -q -o run --timeout 600 bench.py && "
-        "nsightwrap report run -f json -o run.json\n\n"
-        "On every GPU of this machine, one shard each, merged: nsightwrap profile --gpus all -o run sweep.py\n\n"
-        "One task of a Slurm array (then nsightwrap merge): nsightwrap profile "
-        "--shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT -o run-$SLURM_ARRAY_TASK_ID sweep.py "
-        "(docs/cluster.md)\n\n"
-        "GPU-to-GPU variance: nsightwrap profile --gpus all --replicate sweep.py\n\n"
+        "Examples:\n\n"
+        "  nsightwrap profile bench.py --size 4096   # all three passes\n\n"
+        "  nsightwrap profile --passes plain bench.py   # timings only, quick\n\n"
+        "  nsightwrap profile --nvtx-include 'mybench/' -- ./bench --n 10   # a binary, its own NVTX ranges\n\n"
+        "  nsightwrap profile -q -o run --timeout 600 bench.py && "
+        "nsightwrap report run --format json -o run.json   # in CI\n\n"
+        "  nsightwrap profile --gpus all -o run sweep.py   # every GPU of this machine, one shard each, merged\n\n"
+        "  nsightwrap profile --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT -o run-$SLURM_ARRAY_TASK_ID "
+        "sweep.py   # one task of a Slurm array, then nsightwrap merge (docs/cluster.md)\n\n"
+        "  nsightwrap profile --gpus all --replicate sweep.py   # GPU-to-GPU variance\n\n"
         "Exit codes: 0 ok, 3 a tool or the target failed, 4 timeout, 5 a report reader crashed, "
         "6 nothing was measured (no GPU, no ncu/nsys, no timings captured), 130 interrupted."
     ),
 )
 def profile_command(
     ctx: typer.Context,
-    target: Annotated[list[str], typer.Argument(metavar="TARGET [ARGS]...", show_default=False)],
+    target: Annotated[list[str], typer.Argument(metavar="TARGET [ARGS]", show_default=False, help="The script, -m MODULE or executable, then its own arguments.")],
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Run directory (must not exist).")
+        Path | None, typer.Option("-o", "--output", metavar="DIR", help="Run directory (must not exist).")
     ] = None,
     passes: Annotated[
-        str | None, typer.Option("--passes", help="Passes to run, of plain,ncu,nsys [default: all].")
+        str | None, typer.Option("--passes", metavar="PASSES", help="Passes to run, of plain,ncu,nsys (default: all).")
     ] = None,
-    ncu: Annotated[str | None, typer.Option("--ncu", help="ncu executable (or env NSIGHTWRAP_NCU).")] = None,
+    ncu: Annotated[str | None, typer.Option("--ncu", metavar="PATH", help="ncu executable (or env NSIGHTWRAP_NCU).")] = None,
     nsys: Annotated[
-        str | None, typer.Option("--nsys", help="nsys executable (or env NSIGHTWRAP_NSYS).")
+        str | None, typer.Option("--nsys", metavar="PATH", help="nsys executable (or env NSIGHTWRAP_NSYS).")
     ] = None,
     metrics: Annotated[
         str | None,
-        typer.Option("--metrics", help="More ncu metrics, comma separated, added to the default set."),
+        typer.Option("--metrics", metavar="METRICS", help="More ncu metrics, comma separated, added to the default set."),
     ] = None,
     section_set: Annotated[
-        str | None, typer.Option("--set", help="ncu section set to collect as well (e.g. full).")
+        str | None, typer.Option("--set", metavar="SET", help="ncu section set to collect as well (e.g. full).")
     ] = None,
     ncu_args: Annotated[
-        str | None, typer.Option("--ncu-args", help='More ncu arguments, e.g. "--cache-control none".')
+        str | None, typer.Option("--ncu-args", metavar="ARGS", help='More ncu arguments, e.g. "--cache-control none".')
     ] = None,
-    nsys_args: Annotated[str | None, typer.Option("--nsys-args", help="More nsys profile arguments.")] = None,
+    nsys_args: Annotated[str | None, typer.Option("--nsys-args", metavar="ARGS", help="More nsys profile arguments.")] = None,
     ncu_iters: Annotated[
-        int, typer.Option("--ncu-iters", min=1, help="Measured iterations per benchmark under ncu.")
+        int, typer.Option("--ncu-iters", min=1, metavar="N", help="Measured iterations per benchmark under ncu.")
     ] = _DEFAULT_NCU_ITERS,
     nvtx_include: Annotated[
         list[str] | None,
-        typer.Option("--nvtx-include", help="ncu NVTX include filter (repeatable; replaces the default)."),
+        typer.Option("--nvtx-include", metavar="FILTER", help="ncu NVTX include filter (repeatable; replaces the default)."),
     ] = None,
     timeout: Annotated[
-        float | None, typer.Option("--timeout", min=0.1, help="Seconds allowed per pass.")
+        float | None, typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds allowed per pass.")
     ] = None,
     fail_fast: Annotated[bool, typer.Option("--fail-fast", help="Stop at the first failing pass.")] = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print only errors and the final line.")
     ] = False,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Show the target's output as it runs.")
+        bool, typer.Option("--verbose", "-v", help="More output: the target's own, as it runs.")
     ] = False,
     no_analyze: Annotated[
         bool, typer.Option("--no-analyze", help="Do not analyse the run at the end.")
@@ -359,9 +391,10 @@ def profile_command(
         typer.Option(
             "--ncu-kernel-cap", min=0, metavar="N",
             help="Profile at most N instances of each distinct kernel launch (kernel and grid/block shape) in "
-            "the ncu passes: graph replays and repeated kernels cost N profiles, not one per launch; 0: no cap.",
+            "each ncu pass: graph replays and repeated kernels cost N profiles, not one per launch; the launches "
+            "left out carry the median of the same kernel in the report (docs/profile.md); 0: no cap.",
         ),
-    ] = 0,
+    ] = DEFAULT_NCU_KERNEL_CAP,
     budget: Annotated[
         float | None,
         typer.Option(
@@ -379,6 +412,15 @@ def profile_command(
             "the SM clock); durations are then the ncu pass's and clock elasticities a guess from its counters.",
         ),
     ] = False,
+    base_pass: Annotated[
+        str,
+        typer.Option(
+            "--base-pass", metavar="auto|always",
+            help="When to run the clock sweep's base pass (ncu at --clock-control base, for each kernel's clock "
+            "elasticity): auto, last and only if some benchmark's measured SM clock is more than 5% from the clock "
+            "ncu ran its kernels at (below that no elasticity can move a ratio by more); always.",
+        ),
+    ] = "auto",
     no_gpu_metrics: Annotated[
         bool,
         typer.Option(
@@ -393,7 +435,7 @@ def profile_command(
         typer.Option("--shard", metavar="I/N", help="Time only shard I (0 to N-1) of the benchmarks (docs/cluster.md)."),
     ] = None,
     shard_by: Annotated[
-        str, typer.Option("--shard-by", help="Deal benchmarks to shards by index (round robin) or hash (sha1).")
+        str, typer.Option("--shard-by", metavar="index|hash", help="Deal benchmarks to shards by index (round robin) or hash (sha1).")
     ] = "index",
     gpus: Annotated[
         str | None,
@@ -407,8 +449,8 @@ def profile_command(
     ] = False,
     device_file: Annotated[
         Path | None,
-        typer.Option("--device-file", help="Roofs to hold the run against, copied to RUN_DIR/env/device.json "
-                     "[default: the GPU's cached one from nsightwrap device, if any]."),
+        typer.Option("--device-file", metavar="FILE", help="Roofs to hold the run against, copied to RUN_DIR/env/device.json "
+                     "(default: the GPU's cached one from nsightwrap device, if any)."),
     ] = None,
     roofline_counters: Annotated[
         bool,
@@ -450,6 +492,7 @@ def profile_command(
         nsys_extra=tuple(split_args(nsys_args, "--nsys-args")), quiet=quiet, verbose=verbose,
         shard=_shard_spec(shard, shard_by, replicate, gpus), clock_sweep=not no_clock_sweep,
         gpu_metrics=not no_gpu_metrics, ncu_kernel_cap=ncu_kernel_cap, budget_s=budget,
+        base_pass=_base_pass_choice(base_pass),
     )  # fmt: skip
     if gpus is not None:
         g = GpuRun(gpus, s.target, target_tokens, output, replicate, shard_by, allow_failed_shards, quiet,
@@ -462,7 +505,7 @@ def profile_command(
     layout = create_run_dir(run_dir, s.passes)
     if not no_checks:
         preflight(display.warn)  # nsightwrap doctor's quick checks: only what is not ok is shown
-    code, status, problems, interrupted = run_passes(s, layout, tools, skipped, display)
+    code, status, problems, interrupted = run_passes(s, layout, tools, skipped, display, base_check=_base_check)
     place_device_file(layout.root, device_file, err, quiet=quiet)
     for p in problems:
         _print_problem(err, p)
@@ -474,6 +517,8 @@ def profile_command(
         # A pass's failure (3) or timeout (4) stays the exit code; the analysis can only add one.
         analysis_code = _analyze(layout.root, out, err, show=not quiet)
         code = code or analysis_code
+        if analysis_code == EXIT_NOTHING_MEASURED:
+            status = f"{status}, nothing measured"
     out.print(
         escape(
             f"run directory: {run_dir} ({status}); reports: nsightwrap report {shlex.quote(str(run_dir))}"

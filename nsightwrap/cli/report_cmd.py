@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from nsightwrap.cli import app, err_console, write_output
+from nsightwrap.cli import OLD_FORMAT_HELP, app, err_console, write_output
 from nsightwrap.core.errors import EXIT_FINDINGS, EXIT_NATIVE_CRASH, InputNotFound, UsageError
 
 if TYPE_CHECKING:
@@ -29,15 +29,16 @@ class Format(str, Enum):
 
 @app.command("report")
 def report_command(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory made by nsightwrap profile.")],
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output: table, md, json or html.")] = Format.table,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")] = None,
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory made by nsightwrap profile.")],
+    fmt: Annotated[Format, typer.Option("--format", metavar="table|md|json|html", help="Output: table, md, json or html.")] = Format.table,
+    fmt_f: Annotated[Format | None, typer.Option("-f", hidden=True, help=OLD_FORMAT_HELP)] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE instead of stdout.")] = None,
     tolerance: Annotated[
-        float, typer.Option("--tolerance", help="Largest timer/ncu disagreement that passes, in percent.")
+        float, typer.Option("--tolerance", metavar="PCT", help="Largest timer/ncu disagreement that passes, in percent.")
     ] = 10.0,
     clock_ref: Annotated[
         str,
-        typer.Option("--clock-ref", help="Clock to compare at: plain (measured in the plain pass), boost, base or HZ."),
+        typer.Option("--clock-ref", metavar="plain|boost|base|HZ", help="Clock to compare at: plain (measured in the plain pass), boost, base or HZ."),
     ] = "plain",
     strict: Annotated[
         bool,
@@ -50,28 +51,39 @@ def report_command(
     ] = False,
     device_file: Annotated[
         Path | None,
-        typer.Option("--device-file", help="Roofs from this device file (nsightwrap device) "
-                     "[default: RUN_DIR/env/device.json, else the GPU's cached one, else datasheet]."),
+        typer.Option("--device-file", metavar="FILE", help="Roofs from this device file (nsightwrap device) "
+                     "(default: RUN_DIR/env/device.json, else the GPU's cached one, else datasheet)."),
     ] = None,
 ) -> None:
     """Reconcile the timer, ncu and nsys numbers of a run and explain every discrepancy.
 
-    Markdown for a GitHub issue (cut to 65,536 characters): nsightwrap report RUN -f md -o report.md
+    Examples:
 
-    All of it in Markdown: nsightwrap report RUN -f md --full -o report.md
+      nsightwrap report RUN --format md -o report.md   # for a GitHub issue (cut to 65,536 characters)
 
-    One self-contained HTML file with plots: nsightwrap report RUN -f html -o report.html
+      nsightwrap report RUN --format md --full -o report.md   # all of it in Markdown
 
-    JSON for nsightwrap compare and CI: nsightwrap report RUN -f json -o run.json
+      nsightwrap report RUN --format html -o report.html   # one self-contained HTML file with plots
 
-    Fail a CI job on any flagged benchmark: nsightwrap report RUN --strict --tolerance 5
+      nsightwrap report RUN --format json -o run.json   # for nsightwrap compare and CI
 
-    Compare at a clock of your choice: nsightwrap report RUN --clock-ref 1.6GHz
+      nsightwrap report RUN --strict --tolerance 5   # fail a CI job on any flagged benchmark
 
-    Roofline against measured ceilings: nsightwrap device, then nsightwrap report RUN (or --device-file FILE)
+      nsightwrap report RUN --clock-ref 1.6GHz   # compare at a clock of your choice
+
+      nsightwrap report RUN --device-file FILE   # roofline against measured ceilings (nsightwrap device)
+
+    Exit codes: 0 ok, 1 --strict found a benchmark to look at, 2 bad input, 5 a report reader
+    crashed, 8 --format html without matplotlib (pip install 'nsightwrap[html]').
     """
     from nsightwrap.analysis.load import analyze
     from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
+
+    fmt = fmt_f or fmt
+    if fmt is Format.html:  # before the analysis: a missing extra is told at once
+        from nsightwrap.core.extras import require_html
+
+        require_html()
 
     if not run_dir.is_dir():
         raise InputNotFound(f"{run_dir}: not a run directory", hint="give the directory nsightwrap profile wrote (-o)")

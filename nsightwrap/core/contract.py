@@ -166,3 +166,10 @@ ROOFLINE_NCU_METRICS = (
     "sm__ops_path_tensor_src_fp8.sum",
     "sm__ops_path_tensor_src_int8.sum",
 )
+
+#: The base pass runs only where some benchmark's measured SM clock (what ncu's durations are
+#: carried to) is further than this from the clock ncu ran its kernels at: carrying a duration
+#: from f_ncu to f_ref with an elasticity e in [0, 1] moves it by at most |f_ncu / f_ref - 1|, so
+#: below this no measured elasticity can move a ratio by more than this (half the default
+#: --tolerance). analysis/basepass.py decides.
+BASE_CLOCK_GAP = 0.05

@@ -7,7 +7,8 @@ Exit codes (the CLI contract): 0 ok, 1 findings that fail (``--strict``, regress
 2 usage or bad input, 3 a tool or the profiled program failed, 4 a pass ran past its timeout,
 5 a native library crashed while reading a report (the rest of the report is still produced),
 6 nothing was measured (no pass produced a figure for any benchmark), 7 ``compare`` found no
-benchmark in common (or, with ``--require-all``, a baseline benchmark is missing),
+benchmark in common (or, with ``--require-all``, a baseline benchmark is missing), 8 an output
+asked for needs an optional extra that is not installed (HTML: ``pip install 'nsightwrap[html]'``),
 130 interrupted by Ctrl-C.
 """
 
@@ -21,6 +22,7 @@ EXIT_TIMEOUT = 4
 EXIT_NATIVE_CRASH = 5
 EXIT_NOTHING_MEASURED = 6
 EXIT_NO_COMMON = 7
+EXIT_MISSING_EXTRA = 8
 EXIT_INTERRUPTED = 130
 
 
@@ -105,3 +107,9 @@ class NoCommonBenchmarks(NsightwrapError):
 
 class PathEscape(ReportParseError):
     """A path read from a run's files points outside the run directory (absolute or ``..``)."""
+
+
+class MissingExtra(NsightwrapError):
+    """An output needs an optional dependency (an extra of the package) that is not installed."""
+
+    exit_code = EXIT_MISSING_EXTRA

@@ -1,6 +1,6 @@
 """Text of a benchmark's gap decomposition, shared by the terminal, Markdown and HTML reports.
 
-Pure formatting of ``BenchmarkResult.gap`` (analysis/decompose.py computes it): signed times,
+Pure formatting of ``BenchmarkResult.gap`` (analysis/gap/ computes it): signed times,
 the part labels, one evidence item per measurement.
 """
 

@@ -146,7 +146,7 @@ def _compact(result: RunResult, k: int, d: int) -> str:
         f"> Cut to fit GitHub's {GITHUB_LIMIT:,}-character limit: the summary shows the worst {len(shown)} of "
         f"{n} benchmarks ({n - len(shown)} left out), the causes of {len(detailed)}; per-kernel details, notes, "
         "and the gap, roofline and power sections are left out. The whole report: "
-        "`nsightwrap report RUN -f md --full`, or `-f html` / `-f json`.",
+        "`nsightwrap report RUN --format md --full`, or `--format html` / `--format json`.",
         "",
         "## Summary (worst first)",
         "",

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nsightwrap import __version__
-from nsightwrap.core.contract import ENV_NCU_ITERS, PASS_NCU, PASS_NSYS, PASS_PLAIN
+from nsightwrap.core.contract import BASE_CLOCK_GAP, ENV_NCU_ITERS, PASS_NCU, PASS_NSYS, PASS_PLAIN
 from nsightwrap.core.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -47,6 +47,7 @@ from nsightwrap.run.launch import (
 )
 from nsightwrap.run.rundir import (
     CLOCK_SWEEP_PASS,
+    DURATION_PASS,
     SWEEP_PASSES,
     Manifest,
     PassRecord,
@@ -75,6 +76,10 @@ _NO_KERNELS = "No kernels were profiled"
 _PERM = "ERR_NVGPUCTRPERM"
 _IMPORTER_ERROR = "Importer error status"
 _MISSING_LIB = re.compile(r"(\S+\.so[\w.]*): cannot open shared object file")
+#: ``--ncu-kernel-cap``'s default: each distinct kernel launch configuration profiled at most this
+#: often in each ncu pass, the ``--ncu-iters`` default, so a benchmark that launches a kernel once
+#: per iteration keeps all its iterations; enough for a median.
+DEFAULT_NCU_KERNEL_CAP = 3
 
 
 @dataclass(frozen=True)
@@ -118,8 +123,11 @@ class Settings:
     gpu_metrics: bool = True
     #: ``--ncu-kernel-cap N``: profile at most N instances of each distinct kernel launch
     #: configuration in the ncu passes (ncu's ``--filter-mode per-launch-config --launch-count N``);
-    #: 0: no cap.
-    ncu_kernel_cap: int = 0
+    #: 0: no cap. The analysis carries the launches left out (analysis/ncusample.py).
+    ncu_kernel_cap: int = DEFAULT_NCU_KERNEL_CAP
+    #: ``--base-pass auto|always``: auto runs the base pass only where a benchmark's measured SM
+    #: clock is more than ``BASE_CLOCK_GAP`` from ncu's (the run's ``base_check`` decides).
+    base_pass: str = "auto"
     #: ``--budget SECONDS``: the whole profile's time; the clock sweep's passes are cut when the
     #: estimate says they do not fit (``Plan``).
     budget_s: float | None = None
@@ -131,6 +139,7 @@ class Settings:
             "set": self.section_set, "ncu_args": list(self.ncu_extra), "nsys_args": list(self.nsys_extra),
             "clock_sweep": self.clock_sweep, "gpu_metrics": self.gpu_metrics, "capture": self.capture,
             "labels": dict(self.labels), "ncu_kernel_cap": self.ncu_kernel_cap, "budget_s": self.budget_s,
+            "base_pass": self.base_pass,
         }  # fmt: skip
 
 
@@ -300,7 +309,7 @@ class Profiler:
         ncu = self.tools[PASS_NCU]
         argv = ncu_argv(
             ncu.path, self.s.argv, self.layout.ncu_report_base,
-            nvtx_filter=[*self.s.nvtx_filter, *kernel_cap_args(self.s.ncu_kernel_cap)],
+            nvtx_filter=[*self.s.nvtx_filter, *kernel_cap_args(self.s.ncu_kernel_cap, self.s.ncu_extra)],
             metrics=self.s.metrics, section_set=self.s.section_set, extra=self.s.ncu_extra,
         )  # fmt: skip
         env = pass_env(self.layout.root, PASS_NCU, {**self._target_env(), ENV_NCU_ITERS: str(self.s.ncu_iters)})
@@ -604,18 +613,34 @@ def sigterm_as_interrupt() -> Iterator[None]:
             signal.signal(signal.SIGTERM, old)
 
 
-def _clock_sweep(prof: Profiler, s: Settings, display: Display, plan: Plan | None = None) -> None:
-    """The clock sweep's two passes after a good ncu pass (nsightwrap.run.clocksweep): the
-    duration pass, then the base pass. They never fail the run: a failure is a warning, recorded
-    in the manifest, and the analysis falls back."""
+#: Asked before the base pass, with the run directory and the manifest so far: None when the pass
+#: is needed, else why not (the CLI answers from the analysis: analysis/basepass.py).
+BaseCheck = Callable[[Path, dict[str, Any]], "str | None"]
+
+
+def _clock_sweep(
+    prof: Profiler, s: Settings, display: Display, plan: Plan | None = None,
+    names: tuple[str, ...] = SWEEP_PASSES, needed: Callable[[], str | None] | None = None,
+) -> None:  # fmt: skip
+    """Passes of the clock sweep after a good ncu pass (nsightwrap.run.clocksweep): the duration
+    pass right after it, the base pass after every other pass, and only where ``needed`` says so
+    (it returns why not, or None). They never fail the run: a failure is a warning, recorded in the
+    manifest, and the analysis falls back."""
     ncu = prof.records.get(PASS_NCU)
-    for name in SWEEP_PASSES:
+    for name in names:
         if not s.clock_sweep:
             prof.records[name] = PassRecord(name, "skipped", message="--no-clock-sweep")
             continue
         if ncu is None or ncu.status != "ok" or prof.interrupted:
             why = "interrupted" if prof.interrupted else "the ncu pass did not succeed"
             prof.records[name] = PassRecord(name, "skipped", message=why)
+            continue
+        unneeded = needed() if needed is not None and name == CLOCK_SWEEP_PASS else None
+        if unneeded is not None:
+            prof.records[name] = PassRecord(name, "skipped", message=f"not needed: {unneeded}")
+            display.warn(f"{name} pass skipped, not needed: {unneeded}")
+            if plan is not None:
+                plan.cut.append({"pass": name, "why": f"not needed: {unneeded}"})
             continue
         cut = plan.fits(name) if plan is not None else None
         if cut is not None:
@@ -636,11 +661,18 @@ def _clock_sweep(prof: Profiler, s: Settings, display: Display, plan: Plan | Non
             display.warn(warning)
 
 
-def kernel_cap_args(cap: int) -> list[str]:
+#: ncu options of the user's (``--ncu-args``) that choose what is profiled themselves: no cap then.
+_COUNT_OPTIONS = ("--launch-count", "-c", "--filter-mode", "--launch-skip", "-s")
+
+
+def kernel_cap_args(cap: int, user: tuple[str, ...] | list[str] = ()) -> list[str]:
     """ncu arguments that profile at most ``cap`` instances of each distinct kernel launch
     configuration (kernel and grid/block shape): a benchmark whose kernels repeat, CUDA-graph
-    replays above all, gets each kernel profiled ``cap`` times instead of every time; none for 0."""
-    return ["--filter-mode", "per-launch-config", "--launch-count", str(cap)] if cap > 0 else []
+    replays above all, gets each kernel profiled ``cap`` times instead of every time; none for 0,
+    or when the user's own ncu arguments ``user`` set a launch count or filter mode."""
+    if cap <= 0 or any(a.split("=", 1)[0] in _COUNT_OPTIONS for a in user):
+        return []
+    return ["--filter-mode", "per-launch-config", "--launch-count", str(cap)]
 
 
 #: Rough cost of each pass as a multiple of the plain pass's wall time, before the ncu pass has
@@ -664,7 +696,10 @@ class Plan:
                 continue
             self.names.append(p)
             if p == PASS_NCU and s.clock_sweep:
-                self.names += list(SWEEP_PASSES)
+                self.names.append(DURATION_PASS)
+        if s.clock_sweep and PASS_NCU in self.names:
+            # Last: it runs only where a benchmark's measured clock (the nsys pass) is away from ncu's.
+            self.names.append(CLOCK_SWEEP_PASS)
         self.estimate_s: dict[str, float] = {}
         self.actual_s: dict[str, float] = {}
         self.cut: list[dict[str, Any]] = []
@@ -674,11 +709,21 @@ class Plan:
         if name == PASS_PLAIN:
             return "the script as is, timings recorded"
         if name in (PASS_NCU, *SWEEP_PASSES):
-            cap = f", at most {s.ncu_kernel_cap} per distinct kernel launch" if s.ncu_kernel_cap else ""
+            capped = bool(kernel_cap_args(s.ncu_kernel_cap, s.ncu_extra))
+            cap = (
+                f"; each distinct kernel (name, grid, block) profiled at most {s.ncu_kernel_cap} times in the pass "
+                "(--ncu-kernel-cap), the other launches carried by its median" if capped else ""
+            )
             head = {PASS_NCU: "counters", CLOCK_SWEEP_PASS: "duration and SM clock at --clock-control base"}.get(
                 name, "duration and SM clock at --clock-control none"
             )
-            return f"ncu {head}: {s.ncu_iters} iteration(s) per benchmark{cap}; the timing loops shortened"
+            when = (
+                f" (only if a benchmark's measured SM clock is more than {100 * BASE_CLOCK_GAP:g}% from ncu's; "
+                "decided after the other passes)" if name == CLOCK_SWEEP_PASS and s.base_pass == "auto" else ""
+            )
+            if name != PASS_NCU:
+                return f"ncu {head}{when}: the ncu pass's iterations" + (" and cap" if capped else "")
+            return f"ncu {head}{when}: {s.ncu_iters} iteration(s) per benchmark{cap}; the timing loops shortened"
         return "nsys trace of CUDA and NVTX, every iteration"
 
     def lines(self) -> list[str]:
@@ -725,6 +770,7 @@ class Plan:
             "passes": [{"name": n, "what": self.what(n), "estimate_s": self.estimate_s.get(n),
                         "actual_s": self.actual_s.get(n)} for n in self.names],
             "budget_s": self.s.budget_s, "cut": self.cut, "ncu_kernel_cap": self.s.ncu_kernel_cap,
+            "base_pass": self.s.base_pass,
         }  # fmt: skip
 
 
@@ -739,10 +785,12 @@ def _pass_order(passes: tuple[str, ...], records: dict[str, PassRecord]) -> list
 
 
 def run_passes(
-    s: Settings, layout: RunLayout, tools: dict[str, Tool], skipped: tuple[str, ...], display: Display
-) -> tuple[int, str, list[Problem], bool]:
+    s: Settings, layout: RunLayout, tools: dict[str, Tool], skipped: tuple[str, ...], display: Display,
+    base_check: BaseCheck | None = None,
+) -> tuple[int, str, list[Problem], bool]:  # fmt: skip
     """Run the passes and write the manifest (last, whatever happens): the exit code, the run's
-    status, the problems to report and whether the run was interrupted."""
+    status, the problems to report and whether the run was interrupted. ``base_check`` decides,
+    after every other pass, whether the base pass is needed (without it, it always runs)."""
     start = time.time()
     prof = Profiler(s, layout, tools, display)
     plan: Plan | None = None
@@ -781,7 +829,16 @@ def run_passes(
                 if name == PASS_PLAIN and rec.status == "ok" and callable(show_plan):
                     show_plan([ln for ln in plan.lines() if "(~" in ln and not ln.startswith("plan 1/")])
                 if name == PASS_NCU:
-                    _clock_sweep(prof, s, display, plan)
+                    _clock_sweep(prof, s, display, plan, (DURATION_PASS,))
+            if PASS_NCU in s.passes and PASS_NCU not in skipped:
+
+                def needed() -> str | None:
+                    if base_check is None or s.base_pass == "always":
+                        return None
+                    partial = _manifest(prof, s, "running", EXIT_OK, start, gpu, git, plan)
+                    return base_check(layout.root, partial.to_json())
+
+                _clock_sweep(prof, s, display, plan, (CLOCK_SWEEP_PASS,), needed)
     except KeyboardInterrupt:
         prof.interrupted = True
     finally:
@@ -798,21 +855,29 @@ def run_passes(
             code = EXIT_TIMEOUT if any(p.exit_code == EXIT_TIMEOUT for p in problems) else EXIT_TOOL_FAILED
         else:
             status, code = "complete", EXIT_OK
-        sampler = prof.sampler
-        manifest = Manifest(
-            status=status,
-            target={"argv": list(s.target), "command": list(s.argv), "cwd": prof.cwd},
-            passes=tuple(prof.records[n] for n in _pass_order(s.passes, prof.records)),
-            tools=describe(list(prof.tools.values())),
-            gpu=gpu, git=git, settings=s.to_json(),
-            sampler=None if sampler is None else {
-                "status": sampler.status, "argv": list(sampler.argv),
-                "file": prof._rel(sampler.file) if sampler.file else None,
-                "samples": sampler.samples, "message": sampler.message,
-            },
-            start=start, end=time.time(), nsightwrap_version=__version__, exit_code=code,
-            shard=shard_record(layout, s.shard.to_json()) if s.shard else None,
-            plan=plan.to_json() if plan is not None else None,
-        )  # fmt: skip
-        write_manifest(layout, manifest)
+        write_manifest(layout, _manifest(prof, s, status, code, start, gpu, git, plan))
     return code, status, problems, prof.interrupted
+
+
+def _manifest(
+    prof: Profiler, s: Settings, status: str, code: int, start: float, gpu: dict[str, Any] | None,
+    git: dict[str, Any] | None, plan: Plan | None,
+) -> Manifest:  # fmt: skip
+    """The manifest of the run as it stands (also what the base pass's check reads mid-run)."""
+    layout = prof.layout
+    sampler = prof.sampler
+    return Manifest(
+        status=status,
+        target={"argv": list(s.target), "command": list(s.argv), "cwd": prof.cwd},
+        passes=tuple(prof.records[n] for n in _pass_order(s.passes, prof.records) if n in prof.records),
+        tools=describe(list(prof.tools.values())),
+        gpu=gpu, git=git, settings=s.to_json(),
+        sampler=None if sampler is None else {
+            "status": sampler.status, "argv": list(sampler.argv),
+            "file": prof._rel(sampler.file) if sampler.file else None,
+            "samples": sampler.samples, "message": sampler.message,
+        },
+        start=start, end=time.time(), nsightwrap_version=__version__, exit_code=code,
+        shard=shard_record(layout, s.shard.to_json()) if s.shard else None,
+        plan=plan.to_json() if plan is not None else None,
+    )  # fmt: skip

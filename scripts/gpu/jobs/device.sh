@@ -21,17 +21,17 @@ date -u +%FT%TZ >> "$OUT/versions.txt"
 # 1. full run (timed; cold Triton cache): the shipped device file
 if fits 70 full; then
   t0=$SECONDS
-  timeout 100 python3 -m nsightwrap device -f json -o "$OUT/device-full.json" > "$OUT/full.stdout" 2> "$OUT/full.stderr"
+  timeout 100 python3 -m nsightwrap device --format json -o "$OUT/device-full.json" > "$OUT/full.stdout" 2> "$OUT/full.stderr"
   echo "full rc=$? wall=$((SECONDS - t0))s" | tee -a "$OUT/summary.txt"
   tail -4 "$OUT/full.stderr"
-  python3 -m nsightwrap device --input "$OUT/device-full.json" -f table > "$OUT/device-full.txt" 2>&1
+  python3 -m nsightwrap device --input "$OUT/device-full.json" --format table > "$OUT/device-full.txt" 2>&1
   cut -c1-170 "$OUT/device-full.txt"
 fi
 
 # 2. quick run (timed)
 if fits 25 quick; then
   t0=$SECONDS
-  timeout 40 python3 -m nsightwrap device --quick -f json -o "$OUT/device-quick.json" --no-save > "$OUT/quick.stdout" 2> "$OUT/quick.stderr"
+  timeout 40 python3 -m nsightwrap device --quick --format json -o "$OUT/device-quick.json" --no-save > "$OUT/quick.stdout" 2> "$OUT/quick.stderr"
   echo "quick rc=$? wall=$((SECONDS - t0))s" | tee -a "$OUT/summary.txt"
   tail -3 "$OUT/quick.stderr"
 fi
@@ -44,7 +44,7 @@ if fits 40 ncu-capture; then
     -o "$OUT/roofline-run" fixtures/device/roofline_bench.py > "$OUT/roofline-profile.log" 2>&1
   echo "ncu capture rc=$? wall=$((SECONDS - t0))s" | tee -a "$OUT/summary.txt"
   grep -h "passes" "$OUT/roofline-run/ncu/stdout.log" | head -3
-  python3 -m nsightwrap report "$OUT/roofline-run" -f md -o "$OUT/roofline-report.md" 2>&1 | tail -2
+  python3 -m nsightwrap report "$OUT/roofline-run" --format md -o "$OUT/roofline-report.md" 2>&1 | tail -2
   COLUMNS=160 python3 -m nsightwrap report "$OUT/roofline-run" 2>&1 | sed -n '/^roofline/,$p' | cut -c1-170
 fi
 

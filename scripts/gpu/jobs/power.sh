@@ -55,9 +55,9 @@ for r in fixtures/reference/h200-workload/workload.ncu-rep fixtures/captures/sce
   f=$r; case $r in *.gz) f=/tmp/$(basename "$r" .gz); gunzip -c "$r" > "$f";; esac
   PYTHONPATH="$extras:$PYTHONPATH" timeout 30 python3 /tmp/walk.py "$f" pandas lxml.etree matplotlib.pyplot > /tmp/w.txt 2>&1; echo "walk $r rc=$? $(tail -1 /tmp/w.txt)"
 done
-PYTHONPATH="$extras:$PYTHONPATH" NSIGHTWRAP_NCU_IN_PROCESS=1 timeout 60 python3 -m nsightwrap report "$out/run" -f md > /dev/null 2> "$out/inproc.stderr"; echo "in-process report rc=$?"; tail -3 "$out/inproc.stderr"
-PYTHONPATH="$extras:$PYTHONPATH" timeout 60 python3 -m nsightwrap report "$out/run" -f md > /dev/null 2> "$out/child.stderr"; echo "child report rc=$?"; tail -3 "$out/child.stderr"
-PYTHONPATH="$extras:$PYTHONPATH" timeout 60 python3 -m nsightwrap report fixtures/runs/h200-example -f md > /dev/null 2> "$out/child_example.stderr"; echo "child report (h200-example) rc=$?"; tail -3 "$out/child_example.stderr"
+PYTHONPATH="$extras:$PYTHONPATH" NSIGHTWRAP_NCU_IN_PROCESS=1 timeout 60 python3 -m nsightwrap report "$out/run" --format md > /dev/null 2> "$out/inproc.stderr"; echo "in-process report rc=$?"; tail -3 "$out/inproc.stderr"
+PYTHONPATH="$extras:$PYTHONPATH" timeout 60 python3 -m nsightwrap report "$out/run" --format md > /dev/null 2> "$out/child.stderr"; echo "child report rc=$?"; tail -3 "$out/child.stderr"
+PYTHONPATH="$extras:$PYTHONPATH" timeout 60 python3 -m nsightwrap report fixtures/runs/h200-example --format md > /dev/null 2> "$out/child_example.stderr"; echo "child report (h200-example) rc=$?"; tail -3 "$out/child_example.stderr"
 
 step gpu tests
 timeout 100 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_power_gpu.py tests/test_doctor_gpu.py -k "not test_doctor_on_the_gpu" > "$out/gpu_tests.txt" 2>&1

@@ -21,9 +21,10 @@ cost() {  # name, seconds, extra profile args, script
   cat "$JOB_OUT/$name.md"; tail -n 15 "$JOB_OUT/$name.stderr"
   tail -n 20 "$JOB_OUT/work-$name/profile-run.log"
 }
-# The sweep: at the defaults, against every kernel instance profiled (the baseline) and the tools by
+# The sweep: at the defaults, against every kernel instance profiled and the base pass always (the
+# baseline: the answers before the cap and the conditional pass) and the tools by
 # hand; the graph/streams script at the defaults only (its uncapped ncu pass alone takes minutes).
-cost gemm "${GEMM_LIMIT:-300}" "" --baseline-args="--ncu-kernel-cap 0" examples/gemm_sweep_plain.py
+cost gemm "${GEMM_LIMIT:-300}" "" --baseline-args="--ncu-kernel-cap 0 --base-pass always" examples/gemm_sweep_plain.py
 cost mixed "${MIXED_LIMIT:-150}" "" --no-by-hand examples/mixed_graph_streams.py
 if [ -z "${NO_GPU_TEST:-}" ]; then
   t0=$(date +%s)

@@ -1,0 +1,161 @@
+"""The ``cache_state`` part: the same kernels in the user's loop (nsys, after the user's flush
+or none) against ncu's clean-cache durations, where the two cache states differ by method.
+
+Also ncu's own front-end time beyond CUPTI's kernel duration (``NcuFrontEnd``): measured on
+this benchmark where its cache state is ncu's (only the front end differs then), else on the
+same kernels in the run's benchmarks that have ncu's cache state (``front_end_offsets``). The
+front-end and gaps parts take it out of what they read, since ncu's durations already hold it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nsightwrap.analysis.gap.clock import Clock, bounded
+from nsightwrap.analysis.gap.common import part, us
+from nsightwrap.analysis.gap.inputs import GapInputs, cache_states, position_medians, timing_kind
+from nsightwrap.analysis.gap.loop import Loop
+from nsightwrap.analysis.model import GapPart
+
+
+@dataclass(frozen=True)
+class NcuFrontEnd:
+    """ncu's front-end time beyond CUPTI's durations, per call: of the first kernel, of the rest."""
+
+    first_ns: float = 0.0
+    rest_ns: float = 0.0
+    source: str = "none"  # where it was measured; "none": not measured in this run
+
+    @property
+    def measured(self) -> bool:
+        """Whether ncu's front-end time was measured in this run."""
+        return self.source != "none"
+
+
+def front_end_offsets(inputs: Sequence[GapInputs]) -> dict[str, float]:
+    """ncu's front-end time beyond CUPTI's kernel duration, per kernel (by base name), measured
+    on the benchmarks whose loop left the L2 in ncu's state (so only the front end differs):
+    ncu's duration at the loop's clock minus the same kernel's nsys duration."""
+    found: dict[str, list[float]] = {}
+    for inp in inputs:
+        if inp.timer is None or inp.ncu is None or inp.timeline is None or not inp.kernels_agree:
+            continue
+        loop, ncu_state, _ = cache_states(inp.timer.method, timing_kind(inp), inp.ncu_cache_control)
+        if loop != ncu_state or inp.nsys is None or inp.nsys.streams != 1:
+            continue  # kernels paired by their order need one stream
+        # At ncu's own clocks: a property of the launch, not carried through the clock model.
+        ncu_pos, names = position_medians(inp.ncu, None)
+        nsys_pos = [v / inp.nsys_calls for v in inp.timeline.kernel_position_ns]
+        if len(ncu_pos) != len(nsys_pos):
+            continue
+        for name, a, b in zip(names, ncu_pos, nsys_pos, strict=True):
+            found.setdefault(name, []).append(a - b)
+    return {k: float(statistics.median(v)) for k, v in found.items()}
+
+
+def fix(kind: str, method: Mapping[str, Any], facts: Mapping[str, Any]) -> str:
+    """How to time with ncu's cache state, in the terms of the method used."""
+    bench = kind == "nsightwrap_bench"
+    state = facts.get("loop_state")
+    if facts.get("ncu_state") == "warm":
+        return "ncu ran with --cache-control none (a warm L2) while the loop flushes: drop that ncu argument"
+    if state == "dirty":
+        if kind == "do_bench":
+            return (
+                "do_bench zeroes its cache buffer, which leaves dirty lines: flush clean instead (write, then "
+                "read a buffer of twice the L2, e.g. cache.fill_(1); cache.sum()), or time with nsightwrap.bench"
+            )
+        return (
+            f"your flush ({facts.get('flush')}) leaves dirty lines that the next kernel writes back: write, then "
+            "read a buffer of twice the L2 (cache.fill_(1); cache.sum()) before each sample"
+        )
+    if state == "warm":
+        if kind == "do_bench_cudagraph":
+            return (
+                "do_bench_cudagraph replays the call back to back, so every replay after the first runs on a "
+                "warm L2: compare with ncu --cache-control none (nsightwrap profile --ncu-args "
+                "'--cache-control none'), or time cold with do_bench plus a clean flush or nsightwrap.bench"
+            )
+        if bench and method.get("cuda_graph"):
+            return (
+                "cuda_graph=True without a flush replays the calls on a warm L2: keep flush_l2=True (one call "
+                "per replay) for cold numbers, or compare warm with --ncu-args '--cache-control none'"
+            )
+        if bench:
+            return (
+                "flush_l2=False times a warm L2 while ncu flushes before every kernel: keep flush_l2=True "
+                "(the default) for cold numbers, or compare warm with --ncu-args '--cache-control none'"
+            )
+        if kind == "torch_benchmark":
+            return (
+                "torch.utils.benchmark.Timer never flushes the L2: compare with --ncu-args "
+                "'--cache-control none', or time cold with nsightwrap.bench"
+            )
+        return (
+            "the loop does not flush the L2 while ncu does: flush before each sample (write, then read twice "
+            "the L2), or compare with --ncu-args '--cache-control none'"
+        )
+    return "flush the same way ncu does: write, then read a buffer of twice the L2 before each sample"
+
+
+def measure(
+    lp: Loop, clk: Clock, offsets: Mapping[str, float] | None
+) -> tuple[Clock, GapPart | None, NcuFrontEnd, list[str]]:
+    """The clock (bounded by the loop's own kernels where the cache state is ncu's), the
+    cache-state part, ncu's front-end time, and details kept with the decomposition."""
+    inp, nsys, tl, k_loop = lp.inp, lp.nsys, lp.tl, lp.k_loop
+    if not (lp.has_kernels and k_loop is not None and not lp.overlapping and inp.kernels_agree and nsys is not None):
+        if lp.overlapping and lp.loop_state != lp.ncu_state:
+            return clk, None, NcuFrontEnd(), ["ops ran concurrently: the cache state's share cannot be told from the overlap's"]
+        return clk, None, NcuFrontEnd(), []
+    ncu_pos, names = position_medians(lp.ncu, clk.f_hz)
+    nsys_pos = [v / lp.calls for v in (tl.kernel_position_ns if tl else ())]
+    paired = len(ncu_pos) == len(nsys_pos) > 0
+    if lp.loop_state == lp.ncu_state:
+        if clk.part is not None and clk.n_x < k_loop:
+            # Same cache state: ncu at the loop's clock cannot be shorter than the same kernels'
+            # own (CUPTI) durations in the loop, since ncu also counts its front end. The clock
+            # rescale overshot; the nsys kernels bound it.
+            clk = bounded(clk, k_loop, lp.n)
+        f_total = clk.n_x - k_loop
+        # ncu's front-end time of each kernel, in proportion to its excess over CUPTI's duration.
+        w = [max(0.0, a - b) for a, b in zip(ncu_pos, nsys_pos, strict=True)] if paired and nsys.streams == 1 else []
+        share0 = w[0] / sum(w) if w and sum(w) > 0 else 1.0
+        f = NcuFrontEnd(f_total * share0, f_total * (1 - share0), "this benchmark (same cache state as ncu)")
+        return clk, None, f, []
+    f = NcuFrontEnd()
+    look = [(offsets or {}).get(nm) for nm in names]
+    if look and all(v is not None for v in look):
+        vals = [float(v) for v in look if v is not None]
+        f = NcuFrontEnd(vals[0], sum(vals[1:]), "the same kernels in benchmarks of this run with ncu's cache state")
+    n_x = clk.n_x
+    ev = {
+        "loop_cache": lp.loop_state,
+        "loop_flush": lp.flush or "none",
+        "ncu_cache_control": inp.ncu_cache_control,
+        "nsys_kernel_ns": k_loop,
+        "ncu_at_loop_clock_ns": n_x,
+        "ncu_front_end_ns": (f.first_ns + f.rest_ns) if f.measured else None,
+        "ncu_front_end_source": f.source,
+    }
+    what = {
+        "dirty": f"after the loop's '{lp.flush}' flush (dirty lines in the L2)",
+        "warm": "on a warm L2 (no flush between calls)",
+        "unknown": f"after the loop's flush ({lp.flush or 'kind not recorded'})",
+        "clean": "after a clean flush",
+    }[lp.loop_state]
+    sep = (
+        f", less ncu's own front-end time {us(f.first_ns + f.rest_ns)}"
+        if f.measured
+        else " (ncu's front-end time for these kernels was not measured in this run: it is inside this part)"
+    )
+    msg = (
+        f"the same kernels took {us(k_loop)} under nsys {what} against {us(n_x)} in ncu, which runs each "
+        f"kernel on a {'clean' if lp.ncu_state == 'clean' else 'warm'} L2{sep}"
+    )
+    facts = {"loop_state": lp.loop_state, "ncu_state": lp.ncu_state, "flush": lp.flush}
+    size = k_loop + f.first_ns + f.rest_ns - n_x
+    return clk, part("cache_state", size, ev, msg, fix(lp.kind, lp.method, facts)), f, []

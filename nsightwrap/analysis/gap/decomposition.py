@@ -1,0 +1,88 @@
+"""``decompose``: one benchmark's gap in its measured parts, each from its own module."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from nsightwrap.analysis.gap import (
+    cache_state,
+    front_end,
+    gaps,
+    launch_overhead,
+    missed_work,
+    non_kernel_work,
+    slowdown,
+)
+from nsightwrap.analysis.gap.clock import Clock, clock_part
+from nsightwrap.analysis.gap.common import PART_ORDER, q
+from nsightwrap.analysis.gap.inputs import GapInputs
+from nsightwrap.analysis.gap.loop import loop_of
+from nsightwrap.analysis.model import Gap, GapPart
+
+
+def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap | None:
+    """The gap of one benchmark in measured parts; None without a timer or an ncu figure.
+
+    ``offsets``: ncu's front-end time per kernel measured on the run's other benchmarks
+    (``front_end_offsets``)."""
+    lp = loop_of(inp)
+    if lp is None:
+        return None
+    parts: list[GapPart] = []
+    notes: list[str] = []  # shown with the benchmark's notes
+    details: list[str] = []  # kept with the decomposition only
+
+    # The kernels' own durations say which clock they ran at only where nothing else differs:
+    # the same cache state, one stream (concurrent kernels stretch each other).
+    clk = (
+        clock_part(inp, lp.ncu, lp.n, lp.k_loop if lp.single else None, lp.loop_state == lp.ncu_state and lp.single,
+                   check_plain=lp.single)
+        if lp.has_kernels
+        else Clock(None, lp.n, None, None)
+    )  # fmt: skip
+    clk, cache, f, more = cache_state.measure(lp, clk, offsets)
+    details += more
+    if clk.note:
+        notes.append(clk.note)
+    missed, missed_any, more = missed_work.measure(lp)
+    details += more
+    measured = [
+        clk.part,
+        cache,
+        front_end.measure(lp, f, clk.n_x),
+        launch_overhead.measure(lp),
+        gaps.measure_gaps(lp, f),
+        gaps.measure_overlap(lp, clk.n_x),
+        non_kernel_work.measure(lp),
+        missed,
+    ]
+    parts = [p for p in measured if p is not None]
+    sd = slowdown.measure(lp, missed_any)
+    parts, scaling, note = slowdown.to_plain_pass(parts, sd, lp)
+    if note:
+        notes.append(note)
+    parts.sort(key=lambda p: PART_ORDER.index(p.cause))
+    total = q(lp.t - lp.n)
+    residual = total - math.fsum(p.ns for p in parts)  # exact: every term is a multiple of 1/QUANTUM
+    ncu, tl, nsys = lp.ncu, lp.tl, lp.nsys
+    measurements = {
+        "timer_ns": lp.t,
+        "timer_method": lp.kind,
+        "ncu_ns": lp.n,
+        "ncu_iterations": len(ncu.iterations_ns),
+        "ref_clock_hz": inp.ref_clock_hz,
+        "nsys_kernel_ns": lp.k_loop,
+        "nsys_iterations": tl.iterations if tl is not None else (len(nsys.busy_ns) if nsys is not None else None),
+        "nsys_timeline": tl is not None,
+        "nsys_pass_timing_ns": inp.nsys_timer_ns,
+        "nsys_slowdown": scaling or None,
+        "empty_window_ns": lp.empty_pc,
+        "cupti_kernel_ns": lp.timer.kernel_ns,
+        "elasticity": "measured" if ncu.kernels and all(k.elasticity_source == "measured" for k in ncu.kernels)
+        else ("heuristic" if ncu.kernels else None),
+        "notes": notes,
+        "details": details,
+    }  # fmt: skip
+    return Gap(total_ns=total, parts=tuple(parts), residual_ns=q(residual), timer_ns=lp.t, ncu_ns=lp.n,
+               measurements=measurements)  # fmt: skip

@@ -1,0 +1,419 @@
+"""ncu's per-iteration sums when ncu profiled each distinct kernel only a few times.
+
+``nsightwrap profile`` caps the ncu passes (``--ncu-kernel-cap N``: ncu's ``--filter-mode
+per-launch-config --launch-count N``): each distinct launch configuration (kernel, grid and block
+shape) is profiled at most N times in the whole run, counted among the launches the NVTX filter
+lets through. Later iterations of a benchmark, and a second benchmark that runs the very same
+kernel at the very same shape, then have fewer profiled kernels than they launched, or none.
+
+Here every benchmark iteration ncu should have covered is rebuilt from the nsys pass's kernels of
+the same iteration (same benchmark range, same iteration index): each launch ncu did not profile
+is carried by the median ncu instance of the same kernel at the same shape anywhere in the run
+(kernel name, grid size and block size as products: nsys's ``gridX*gridY*gridZ``, ncu's
+``launch__grid_size``). A launch whose kernel and shape ncu never profiled gets no ncu figure:
+the benchmark's ncu sum leaves it out, its kernel count shows fewer kernels than nsys's (the
+``extra_or_missing_kernels`` cause), and a note names it. The result has the ``NcuStats`` shape
+of ``iterations.ncu_stats_all``, which does the sums: the carried launches are rows added to the
+ncu frame, copies of the median instance.
+
+The same kernel at the same shape can do other work (a GEMM's K does not change its grid): where
+nsys timed a benchmark's launches of it apart from those in the benchmarks ncu profiled it in
+(``SAME_WORK``, at one clock), the carried median is scaled by nsys's ratio, unless the two timing
+loops treat the L2 differently (then the difference is the cache state, which ncu's own flush
+before every kernel removes). Either way a note says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from nsightwrap.analysis.clocks import clamp_elasticity, classify, heuristic_elasticity, number_or_none
+from nsightwrap.analysis.iterations import ITER_PATH, NsysIterations, ncu_stats_all
+from nsightwrap.analysis.model import NcuStats
+
+if TYPE_CHECKING:
+    from nsightwrap.analysis.reconcile import BenchmarkSpec
+
+#: (kernel name, grid size, block size): the launch configuration ncu's per-launch-config filter
+#: counts. Sizes are the products of the three dimensions (None where a side has no shape).
+Key = tuple[str, int | None, int | None]
+#: nsys durations of one kernel at one shape within this share of each other are the same work
+#: at one clock (run-to-run spread of a kernel is a few %); beyond it, a carried duration is scaled by nsys's ratio.
+SAME_WORK = 0.15
+#: The same where a side has no measured clock: the SM clock alone moves a kernel by up to ~25%
+#: between an idle and a loaded GPU (1.98 against 1.59 GHz on an H200).
+SAME_WORK_NO_CLOCK = 0.30
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """ncu's figures for every benchmark, with the launches the cap left out carried."""
+
+    stats: tuple[NcuStats, ...]
+    #: Per benchmark, the lines that say what was carried and what has no ncu figure.
+    notes: tuple[tuple[str, ...], ...]
+    #: Per benchmark: launches ncu profiled in its ncu iterations, launches carried, launches without any.
+    profiled: tuple[int, ...]
+    carried: tuple[int, ...]
+    missing: tuple[int, ...]
+
+
+def kernel_cap(manifest: Mapping[str, Any]) -> int:
+    """The per-launch-config cap the run's ncu pass ran with (0: none), read from its argv, so
+    that a cap given through ``--ncu-args`` counts too."""
+    for p in manifest.get("passes") or ():
+        if not isinstance(p, Mapping) or p.get("name") != "ncu":
+            continue
+        for c in p.get("commands") or ():
+            argv = [str(a) for a in (c.get("argv") or ())] if isinstance(c, Mapping) else []
+            return _cap_of_argv(argv)
+    return 0
+
+
+def _cap_of_argv(argv: Sequence[str]) -> int:
+    opts: dict[str, str] = {}
+    for i, a in enumerate(argv):
+        if a.startswith("--") and "=" in a:
+            k, v = a.split("=", 1)
+            opts.setdefault(k, v)
+        elif a in ("--filter-mode", "--launch-count", "-c") and i + 1 < len(argv):
+            opts.setdefault("--launch-count" if a == "-c" else a, argv[i + 1])
+    if opts.get("--filter-mode") != "per-launch-config":
+        return 0
+    try:
+        return max(0, int(opts.get("--launch-count", "0")))
+    except ValueError:
+        return 0
+
+
+def _size(dims: object) -> int | None:
+    """``"2,66,1"`` -> 132; None when there is no shape."""
+    if not isinstance(dims, str) or not dims.strip():
+        return None
+    try:
+        return math.prod(int(x) for x in dims.split(","))
+    except ValueError:
+        return None
+
+
+def _ncu_iteration(paths: object, heads: Mapping[str, int]) -> tuple[int, int] | None:
+    """(benchmark, iteration) of an ncu kernel, as ``iterations.ncu_stats_all`` assigns it."""
+    seq = (paths,) if isinstance(paths, str) else tuple(paths) if isinstance(paths, (list, tuple, np.ndarray)) else ()
+    for p in seq:
+        m = ITER_PATH.fullmatch(str(p))
+        if m and (b := heads.get(m.group(1))) is not None:
+            return b, int(m.group(2))
+    return None
+
+
+def ncu_stats_sampled(
+    kernels: pd.DataFrame,
+    specs: Sequence[BenchmarkSpec],
+    ref_clocks_hz: Sequence[float | None],
+    found: NsysIterations | None,
+    cap: int,
+    ncu_iters: int | None = None,
+) -> Sampled:
+    """Every benchmark's ``NcuStats`` (``iterations.ncu_stats_all``) with the launches a cap of
+    ``cap`` per launch configuration left out carried by the median of the same kernel's ncu
+    instances (module docstring). Without a cap or an nsys pass, ncu's own sums.
+
+    ``ncu_iters``: the iterations per benchmark the ncu pass covered (``--ncu-iters``); None: the
+    most any benchmark has in the ncu report."""
+    n = len(specs)
+    if cap <= 0 or found is None or kernels.empty or not n:
+        stats = ncu_stats_all(kernels, specs, ref_clocks_hz)
+        return Sampled(tuple(stats), ((),) * n, (0,) * n, (0,) * n, (0,) * n)
+    heads = {f"{s.nvtx_path}/{s.iter_prefix}": i for i, s in enumerate(specs)}
+    place = [_ncu_iteration(p, heads) for p in kernels["nvtx_ranges"]]
+    name = kernels["kernel"].astype(str).tolist()
+    keys: list[Key] = [(k, _size(g), _size(b)) for k, g, b in zip(name, kernels["grid"], kernels["block"], strict=True)]
+    launch = pd.to_numeric(kernels["launch_id"], errors="coerce").to_numpy(dtype=float) if "launch_id" in kernels \
+        else np.arange(len(kernels), dtype=float)  # fmt: skip
+    # The instances of each launch configuration: every kernel ncu profiled counts towards the cap
+    # (the NVTX filter may let through ranges that are no benchmark), and each carries a duration.
+    inst: dict[Key, list[int]] = {}
+    by_name: dict[str, set[Key]] = {}
+    own: dict[tuple[int, int], Counter[Key]] = {}
+    last: dict[tuple[int, int, Key], float] = {}  # the last launch of a key in an ncu iteration
+    for row, (key, at) in enumerate(zip(keys, place, strict=True)):
+        inst.setdefault(key, []).append(row)
+        by_name.setdefault(key[0], set()).add(key)
+        if at is None:
+            continue
+        own.setdefault(at, Counter())[key] += 1
+        last[(*at, key)] = max(last.get((*at, key), -np.inf), launch[row])
+    if ncu_iters is None:
+        ncu_iters = max(Counter(b for b, _ in own).values(), default=0)
+    # Where ncu stopped profiling each configuration: its cap-th launch (inf: the cap never ran out).
+    cut = {key: float(np.sort(launch[rows])[cap - 1]) if len(rows) >= cap else np.inf for key, rows in inst.items()}
+    # An ncu iteration whose launches of a key all came before the cap ran out is whole: how many
+    # launches of that key one iteration of the benchmark makes under ncu.
+    whole: dict[tuple[int, Key], int] = {}
+    for (b, it), cnt in own.items():
+        for key, c in cnt.items():
+            if last[(b, it, key)] < cut[key]:
+                whole[(b, key)] = max(whole.get((b, key), 0), c)
+    med = {key: _median_row(kernels, rows) for key, rows in inst.items()}
+
+    nsys_k = _nsys_kernels(found)
+    # nsys durations brought to one clock (each benchmark's reference clock: the SM clock measured
+    # in the nsys pass) with the kernel's elasticity, so a clock that dropped under a long loop is
+    # not taken for other work; per benchmark over all its iterations (the same problem in each).
+    elastic = {key: _elasticity(row) for key, row in med.items()}
+    hz = [float(r) if r is not None and r > 0 else None for r in ref_clocks_hz]
+    work: dict[tuple[int, Key], list[float]] = {}
+    for (b, _it), seq in nsys_k.items():
+        for key, d in seq:
+            if math.isfinite(d) and d > 0:
+                work.setdefault((b, key), []).append(d)
+    src_benches: dict[Key, set[int]] = {}
+    for (b, _it), cnt in own.items():
+        for key in cnt:
+            src_benches.setdefault(key, set()).add(b)
+    flush = [_flush(s) for s in specs]
+    # The iterations ncu covered: 0 .. ncu_iters-1 of every benchmark nsys saw; one nsys did not
+    # record (a sample holding a graph of many calls) repeats the benchmark's first.
+    firsts: dict[int, int] = {}
+    for b, it in sorted(nsys_k):
+        firsts.setdefault(b, it)
+    added: list[dict[str, Any]] = []
+    next_id = _next_launch_id(kernels)
+    profiled, carried, missing = [0] * n, [0] * n, [0] * n
+    absent: list[Counter[str]] = [Counter() for _ in range(n)]
+    scaled: list[list[float]] = [[] for _ in range(n)]
+    unscaled: list[list[float]] = [[] for _ in range(n)]
+    looked: dict[Key, Key | None] = {}
+    for b, first in sorted(firsts.items()):
+        spec = specs[b]
+        if (spec.source or {}).get("kind") == "nvtx_range":
+            continue  # a script's own range: captured.py sums ncu's kernels under its path itself
+        calls = max(1, int((spec.timer.method.get("calls_per_sample") or 1) if spec.timer else 1))
+        for it in range(ncu_iters):
+            seq = nsys_k.get((b, it)) or nsys_k[(b, first)]
+            mine = own.get((b, it), Counter())
+            profiled[b] += sum(mine.values())
+            counts = Counter(key for key, _d in seq)
+            for key, count in counts.items():
+                if key not in looked:
+                    looked[key] = _lookup(key, inst, by_name)
+                got = looked[key]
+                # Under ncu one iteration may hold fewer calls than under nsys (a graph of k calls,
+                # a block of Timer calls: one call each under ncu): nsys's count per call. The nsys
+                # pass may have captured fewer calls per sample than the plain pass timed: rounded,
+                # at least one (never a whole sample's launches carried into one ncu call).
+                per_ncu = count if calls == 1 else max(1, round(count / calls))
+                if got is None:
+                    missing[b] += per_ncu
+                    absent[b][_shown(key)] += per_ncu
+                    continue
+                c_own = mine.get(got, 0)
+                if cut[got] == np.inf or (c_own and last[(b, it, got)] < cut[got]):
+                    continue  # ncu profiled every launch of this iteration it saw: what is missing is not the cap's
+                extra = whole.get((b, got), per_ncu) - c_own
+                if extra <= 0:
+                    continue
+                carry = dict(med[got])
+                f, clocked = _work_ratio(b, key, got, src_benches, work, hz, elastic)
+                if f is not None and abs(f - 1.0) > (SAME_WORK if clocked else SAME_WORK_NO_CLOCK):
+                    if any(flush[o] == flush[b] for o in src_benches.get(got, ())):
+                        # The same kernel at the same shape doing other work (a GEMM's K does not
+                        # change its grid): the median carried in nsys's proportion.
+                        carry["duration_ns"] = float(carry["duration_ns"]) * f
+                        scaled[b].append(f)
+                    else:
+                        # The user's loop flushes the L2 there and not here (or the other way): nsys
+                        # sees the cache state, ncu (--cache-control all) flushes before every kernel.
+                        unscaled[b].append(f)
+                path = f"{spec.nvtx_path}/{spec.iter_prefix}{it}"
+                for _ in range(extra):
+                    added.append({**carry, "launch_id": next_id, "nvtx_ranges": (path,), "nvtx_path": path})
+                    next_id += 1
+                carried[b] += extra
+    frame = kernels
+    if added:
+        frame = pd.concat([kernels, pd.DataFrame(added, columns=kernels.columns)], ignore_index=True)
+    stats = ncu_stats_all(frame, specs, ref_clocks_hz)
+    notes = tuple(_notes(profiled[i], carried[i], absent[i], scaled[i], unscaled[i], cap) for i in range(n))
+    return Sampled(tuple(stats), notes, tuple(profiled), tuple(carried), tuple(missing))
+
+
+def _flush(spec: BenchmarkSpec) -> str:
+    """How the benchmark's timing loop leaves the L2 between calls (the method's flush, if any)."""
+    m = spec.timer.method if spec.timer else {}
+    return str(m.get("flush") or m.get("flush_l2") or "none").lower()
+
+
+def _work_ratio(
+    b: int, key: Key, got: Key, src_benches: Mapping[Key, set[int]], work: Mapping[tuple[int, Key], list[float]],
+    hz: Sequence[float | None], elastic: Mapping[Key, float],
+) -> tuple[float | None, bool]:  # fmt: skip
+    """nsys's time of ``key`` in benchmark ``b`` over its time in the benchmarks where ncu profiled
+    it, both at 1 GHz (``_clock_factor``), and whether the clocks were known; None where either
+    time is unknown or ``b`` is one of those benchmarks."""
+    others = src_benches.get(got, set())
+    if b in others:
+        return None, False
+    e = elastic.get(got, 1.0)
+    clocked = hz[b] is not None and all(hz[o] is not None for o in others)
+    if not clocked:
+        hz = [None] * len(hz)  # a clock known on one side only would skew the ratio: compare raw
+    # Both sides in nsys's own spelling of the kernel (``key``); ``got`` is ncu's.
+    ref = [d * _clock_factor(hz[o], e) for o in sorted(others) for d in work.get((o, key), ())]
+    here = [d * _clock_factor(hz[b], e) for d in work.get((b, key), ())]
+    if not ref or not here or _low(ref) <= 0:
+        return None, clocked
+    f = _low(here) / _low(ref)
+    return (f if math.isfinite(f) else None), clocked
+
+
+def _low(values: Sequence[float]) -> float:
+    """The lower quartile: the work of a kernel, where kernels on two streams that overlap read
+    longer in nsys than they take alone (as ncu runs them)."""
+    return float(np.percentile(np.asarray(values, dtype=float), 25))
+
+
+def _clock_factor(hz: float | None, e: float) -> float:
+    """``(f / 1 GHz) ** e``: a duration at clock ``f`` carried to 1 GHz is ``t * factor``."""
+    return 1.0 if hz is None else (hz / 1e9) ** e
+
+
+def _elasticity(row: Mapping[str, Any]) -> float:
+    """The kernel's measured elasticity (the base pass), else the counters' guess (1 or 0)."""
+    e = number_or_none(row.get("elasticity"))
+    if e is not None:
+        return clamp_elasticity(e)
+    model = classify(number_or_none(row.get("sm_throughput_pct")), number_or_none(row.get("memory_throughput_pct")),
+                     number_or_none(row.get("dram_throughput_pct")))  # fmt: skip
+    return heuristic_elasticity(model)
+
+
+def _lookup(key: Key, inst: Mapping[Key, list[int]], by_name: Mapping[str, set[Key]]) -> Key | None:
+    """The ncu launch configuration of an nsys launch: the same name and shape; else the only one
+    of the same function name (``reconcile.base_name``: ncu and nsys can spell a kernel's full
+    name apart, as the reconciliation's kernel check knows) at that shape; where the nsys export
+    has no shape, the kernel's only configuration in ncu."""
+    if key in inst:
+        return key
+    name, g, b = key
+    if g is None or b is None:
+        shapes = by_name.get(name, set())
+        return next(iter(shapes)) if len(shapes) == 1 else None
+    from nsightwrap.analysis.reconcile import base_name
+
+    short = base_name(name)
+    alike = {k for k in inst if k[1] == g and k[2] == b and base_name(k[0]) == short}
+    return next(iter(alike)) if len(alike) == 1 else None
+
+
+def _median_row(kernels: pd.DataFrame, rows: list[int]) -> dict[str, Any]:
+    """The instance whose duration is the median of ``rows`` (the lower middle one for an even
+    count), with the median duration itself: its clock, counters and elasticity come along."""
+    dur = pd.to_numeric(kernels["duration_ns"].iloc[rows], errors="coerce").to_numpy(dtype=float)
+    order = np.argsort(dur, kind="stable")
+    pick = rows[int(order[(len(rows) - 1) // 2])]
+    row: dict[str, Any] = {str(k): v for k, v in kernels.iloc[pick].items()}
+    ok = dur[np.isfinite(dur)]
+    if len(ok):
+        row["duration_ns"] = float(np.median(ok))
+    return row
+
+
+def _next_launch_id(kernels: pd.DataFrame) -> int:
+    ids = pd.to_numeric(kernels["launch_id"], errors="coerce") if "launch_id" in kernels else pd.Series(dtype=float)
+    top = ids.max() if len(ids) else np.nan
+    return int(top) + 1 if isinstance(top, (int, float, np.number)) and np.isfinite(top) else len(kernels)
+
+
+def _nsys_kernels(found: NsysIterations) -> dict[tuple[int, int], list[tuple[Key, float]]]:
+    """Per (benchmark, iteration index), the kernels nsys saw launched in it (every instance of
+    that iteration range, as ncu's sums take every kernel under the range's path), keyed by full
+    name and shape from the nsys export."""
+    per = found.ops
+    if per.empty or found.iters.empty:
+        return {}
+    k = per[per["kind"].astype(str) == "kernel"]
+    if k.empty:
+        return {}
+    ops = found.all_ops
+    # Full names and shapes from the export (the iteration frame holds short names only).
+    full = ops[[c for c in ("op_id", "name", "grid", "block") if c in ops]].drop_duplicates("op_id")
+    full = full.rename(columns={"name": "nw_name", "grid": "nw_grid", "block": "nw_block"})
+    it_of = pd.Series(found.iters["iteration"].to_numpy(), index=found.iters["range_id"].to_numpy())
+    it_of = it_of[~it_of.index.duplicated()]
+    # A kernel inside nested benchmark ranges belongs to the outermost one, as ncu's sums have it
+    # (iterations.ncu_stats_all takes a kernel's first iteration path, the outer range's).
+    paths = found.ranges.drop_duplicates("range_id").set_index("range_id")["path"].astype(str) if "path" in found.ranges \
+        else pd.Series(dtype=str)  # fmt: skip
+    depth = k["range_id"].map(paths.str.count("/")).fillna(0)
+    k = k.assign(nw_iter=k["range_id"].map(it_of), nw_depth=depth)
+    k = k.sort_values(["op_id", "nw_depth"], kind="stable").drop_duplicates("op_id")
+    k = k[k["spec"].notna() & k["nw_iter"].notna()].merge(full, on="op_id", how="inner")
+    k = k.sort_values(["spec", "nw_iter", "start_ns"], kind="stable")
+    sizes: dict[str, int | None] = {}  # a few distinct shapes: each parsed once
+
+    def size(v: object) -> int | None:
+        if not isinstance(v, str):
+            return None  # no shape in the export (pd.NA)
+        if v not in sizes:
+            sizes[v] = _size(v)
+        return sizes[v]
+
+    grids = k["nw_grid"] if "nw_grid" in k else pd.Series(None, index=k.index)
+    blocks = k["nw_block"] if "nw_block" in k else pd.Series(None, index=k.index)
+    dur = pd.to_numeric(k["duration_ns"], errors="coerce").to_numpy(dtype=float)
+    out: dict[tuple[int, int], list[tuple[Key, float]]] = {}
+    for spec, it, name, g, b, d in zip(k["spec"], k["nw_iter"], k["nw_name"].astype(str), grids, blocks, dur, strict=True):
+        out.setdefault((int(spec), int(it)), []).append(((name, size(g), size(b)), float(d)))
+    return out
+
+
+def _shown(key: Key) -> str:
+    name, g, b = key
+    short = name if len(name) <= 60 else name[:57] + "..."
+    return f"{short} (grid {g}, block {b})" if g is not None else short
+
+
+def _span(ratios: Sequence[float]) -> str:
+    lo, hi = min(ratios), max(ratios)
+    return f"x{lo:.2f}" if hi - lo < 0.005 else f"x{lo:.2f}-{hi:.2f}"
+
+
+def _notes(
+    profiled: int, carried: int, absent: Counter[str], scaled: list[float], unscaled: list[float], cap: int
+) -> tuple[str, ...]:
+    out: list[str] = []
+    total = profiled + carried + sum(absent.values())
+    if carried:
+        out.append(
+            f"ncu profiled {profiled} of {total} launches of this benchmark's kernels in its ncu iterations "
+            f"(--ncu-kernel-cap {cap}: each kernel at each grid/block shape at most {cap} times in the run); "
+            f"the other {carried} are carried by the median ncu instance of the same kernel at the same shape"
+        )
+    if scaled:
+        out.append(
+            f"nsys timed the carried kernel(s) here {_span(scaled)} their instances in the benchmarks ncu profiled "
+            "them in (the same kernel and launch shape doing other work, e.g. another K of a GEMM): the carried "
+            "durations are scaled by that ratio; --ncu-kernel-cap 0 profiles them here"
+        )
+    if unscaled:
+        out.append(
+            f"nsys timed the carried kernel(s) here {_span(unscaled)} their instances in the benchmarks ncu profiled "
+            "them in, whose timing loop treats the L2 otherwise: carried unscaled (ncu flushes the caches before "
+            "each kernel); --ncu-kernel-cap 0 profiles them here"
+        )
+    if absent:
+        names = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in absent.most_common(4))
+        more = f" and {len(absent) - 4} more" if len(absent) > 4 else ""
+        out.append(
+            f"no ncu figure for {sum(absent.values())} launch(es) nsys saw in this benchmark's ncu iterations: "
+            f"ncu profiled no instance of {names}{more} at that shape; the ncu sum leaves them out"
+        )
+    return tuple(out)

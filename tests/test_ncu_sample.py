@@ -1,0 +1,165 @@
+"""ncu's per-iteration sums rebuilt from the nsys pass where ``--ncu-kernel-cap`` left launches
+unprofiled (nsightwrap/analysis/ncusample.py), on the real H200 runs of fixtures/runs: their ncu
+frames are cut the way ncu's ``--filter-mode per-launch-config --launch-count N`` cuts them (the
+first N launches of each kernel at each grid/block shape, in launch order), and the rebuilt
+sums must match the full ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from nsightwrap.analysis import load
+from nsightwrap.analysis.captured import range_benchmarks
+from nsightwrap.analysis.iterations import ncu_stats_all, nsys_iterations
+from nsightwrap.analysis.model import NcuStats
+from nsightwrap.analysis.ncusample import kernel_cap, ncu_stats_sampled
+from nsightwrap.core.contract import SIDECAR_GLOB
+from nsightwrap.core.rundir import RunLayout, read_manifest
+from nsightwrap.parsers.sidecar import read_sidecar_doc
+
+RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
+
+
+def _run(name: str) -> dict[str, Any]:
+    """The analysis's own inputs for one shipped run: ncu kernels (with the clock sweep), specs,
+    nsys iterations and each benchmark's reference clock."""
+    d = RUNS / name
+    layout, m, notes, crashes = RunLayout(d), read_manifest(d), [], []
+    ncu = load._with_clock_sweep(load._read_ncu(layout, notes, crashes), layout, m, notes, crashes)
+    nsys = load._read_nsys(layout, notes)
+    docs = [read_sidecar_doc(p) for p in sorted(layout.pass_dir("plain").glob(SIDECAR_GLOB))]
+    specs = load._merge_specs([load._spec(b, name) for doc in docs for b in doc["benchmarks"]])
+    specs, ncu, nsys = range_benchmarks(specs, ncu, nsys, notes)
+    found = nsys_iterations(nsys.ops, nsys.ranges, nsys.attribution, specs)
+    env = load.environment(m, layout, None)
+    _, refs = load.benchmark_clocks(specs, found, nsys, load._nsys_pass_timings(layout), "plain", env, m, None)
+    return {"ncu": ncu, "specs": specs, "found": found, "refs": [hz for hz, _ in refs],
+            "iters": m["settings"]["ncu_iters"]}  # fmt: skip
+
+
+def _capped(ncu: pd.DataFrame, cap: int) -> pd.DataFrame:
+    """What ncu would have profiled with ``--filter-mode per-launch-config --launch-count cap``."""
+    ordered = ncu.sort_values("launch_id", kind="stable")
+    key = ordered["kernel"].astype(str) + "|" + ordered["grid"].astype(str) + "|" + ordered["block"].astype(str)
+    return ordered[ordered.groupby(key).cumcount() < cap]
+
+
+def _spread(ncu: pd.DataFrame, st: NcuStats) -> float:
+    """How far apart ncu's instances of one iteration's kernels are: the sum over its kernels of
+    (slowest - fastest instance of that kernel at that shape in the run)."""
+    key = ncu["kernel"].astype(str) + "|" + ncu["grid"].astype(str) + "|" + ncu["block"].astype(str)
+    width = ncu.groupby(key)["duration_ns"].agg(lambda d: float(d.max() - d.min()))
+    names = dict(zip(ncu["kernel"].astype(str), key, strict=True))
+    per_iter = max(len([k for k in st.kernels if k.iteration == i]) for i in {k.iteration for k in st.kernels})
+    return sum(width[names[k.kernel]] for k in st.kernels[:per_iter])
+
+
+@pytest.fixture(scope="module")
+def sweep() -> dict[str, Any]:
+    return _run("h200-sweep")
+
+
+@pytest.fixture(scope="module")
+def example() -> dict[str, Any]:
+    return _run("h200-example")
+
+
+@pytest.mark.parametrize("cap", [1, 2, 3])
+@pytest.mark.parametrize("which", ["sweep", "example"])
+def test_rebuilt_sums_match_the_full_ones(which: str, cap: int, request: pytest.FixtureRequest) -> None:
+    r = request.getfixturevalue(which)
+    full = ncu_stats_all(r["ncu"], r["specs"], r["refs"])
+    cut = _capped(r["ncu"], cap)
+    assert len(cut) < len(r["ncu"])  # the cap does drop launches of these runs
+    got = ncu_stats_sampled(cut, r["specs"], r["refs"], r["found"], cap, r["iters"])
+    for spec, f, s, notes in zip(r["specs"], full, got.stats, got.notes, strict=True):
+        if not f.iterations_ns:
+            continue
+        assert s.kernels_per_iteration == f.kernels_per_iteration, spec.name
+        scaled = any("scaled by that ratio" in n for n in notes)
+        for a, b in zip(s.iterations_ns, f.iterations_ns, strict=True):
+            if scaled:
+                # The same kernel and shape doing other work elsewhere: carried in nsys's proportion.
+                assert a == pytest.approx(b, rel=0.10), spec.name
+            else:
+                assert abs(a - b) <= _spread(r["ncu"], f) + 1e-6, (spec.name, a, b)
+        if scaled:
+            assert s.normalized_ns == pytest.approx(f.normalized_ns, rel=0.10), spec.name
+        else:
+            assert f.median_ns is not None and s.median_ns is not None
+            assert abs(s.median_ns - f.median_ns) <= _spread(r["ncu"], f) + 1e-6, spec.name
+
+
+def test_the_note_says_what_was_profiled_and_what_carried(sweep: dict[str, Any]) -> None:
+    got = ncu_stats_sampled(_capped(sweep["ncu"], 1), sweep["specs"], sweep["refs"], sweep["found"], 1, sweep["iters"])
+    by_name = {s.name: (n, p, c) for s, n, p, c in zip(sweep["specs"], got.notes, got.profiled, got.carried, strict=True)}
+    notes, profiled, carried = by_name["sweep.py:17 do_bench #1"]
+    assert (profiled, carried) == (1, 2)
+    assert notes[0].startswith("ncu profiled 1 of 3 launches of this benchmark's kernels")
+    assert "carried by the median ncu instance of the same kernel at the same shape" in notes[0]
+    # do_bench #5 runs do_bench #1's kernel at its grid and block, on a larger K: ncu profiled none
+    # of its own, and nsys says it takes ~1.9x as long; the carried median is scaled.
+    notes, profiled, carried = by_name["sweep.py:17 do_bench #5"]
+    assert (profiled, carried) == (0, 3)
+    assert any("scaled by that ratio" in n and "here x1.9" in n for n in notes)
+
+
+def test_a_launch_ncu_never_profiled_has_no_figure_and_is_named(example: dict[str, Any]) -> None:
+    ncu = example["ncu"]
+    gone = ncu["kernel_short"].astype(str).str.contains("vectorized_elementwise") & (ncu["grid"] == "4,1,1")
+    got = ncu_stats_sampled(_capped(ncu[~gone], 3), example["specs"], example["refs"], example["found"], 3,
+                            example["iters"])  # fmt: skip
+    i = next(i for i, s in enumerate(example["specs"]) if s.name == "add_small")
+    assert got.stats[i].iterations_ns == () and got.missing[i] == 3
+    assert any(n.startswith("no ncu figure for 3 launch(es)") and "grid 4, block 128" in n for n in got.notes[i])
+
+
+def test_no_cap_no_nsys_is_ncu_as_it_is(example: dict[str, Any]) -> None:
+    full = ncu_stats_all(example["ncu"], example["specs"], example["refs"])
+    for cap, found in ((0, example["found"]), (3, None)):
+        got = ncu_stats_sampled(example["ncu"], example["specs"], example["refs"], found, cap, 3)
+        assert list(got.stats) == full and not any(got.notes)
+    # The uncut frame under a cap: nothing was left out, nothing is carried.
+    got = ncu_stats_sampled(example["ncu"], example["specs"], example["refs"], example["found"], 3, 3)
+    assert sum(got.carried) == 0
+
+
+def test_kernel_cap_is_read_from_the_ncu_command() -> None:
+    def m(*argv: str) -> dict[str, Any]:
+        return {"passes": [{"name": "ncu", "commands": [{"argv": ["ncu", "--clock-control", "none", *argv, "t.py"]}]}]}
+
+    assert kernel_cap(m("--filter-mode", "per-launch-config", "--launch-count", "3")) == 3
+    assert kernel_cap(m("--filter-mode=per-launch-config", "-c", "5")) == 5
+    assert kernel_cap(m("--launch-count", "3")) == 0  # a global count: not per launch configuration
+    assert kernel_cap(m()) == 0 and kernel_cap({}) == 0
+    assert kernel_cap(read_manifest(RUNS / "h200-sweep")) == 0  # shipped before the cap
+
+
+def test_other_l2_treatment_is_not_taken_for_other_work(sweep: dict[str, Any]) -> None:
+    # do_bench #5 as if its loop did not flush the L2 (do_bench #1's zeroes a buffer before each
+    # call): nsys's 1.9x can then be cache state, which ncu's own flush removes; carried unscaled.
+    from dataclasses import replace
+
+    specs = list(sweep["specs"])
+    i = next(i for i, s in enumerate(specs) if s.name == "sweep.py:17 do_bench #5")
+    assert specs[i].timer is not None
+    specs[i] = replace(specs[i], timer=replace(specs[i].timer, method={**specs[i].timer.method, "flush": "none"}))
+    got = ncu_stats_sampled(_capped(sweep["ncu"], 1), specs, sweep["refs"], sweep["found"], 1, sweep["iters"])
+    j = next(i for i, s in enumerate(specs) if s.name == "sweep.py:17 do_bench #1")
+    assert got.stats[i].iterations_ns == (got.stats[j].iterations_ns[0],) * 3  # do_bench #1's kernel as ncu timed it
+    assert any("treats the L2 otherwise: carried unscaled" in n for n in got.notes[i])
+
+
+def test_a_kernel_spelled_apart_by_ncu_and_nsys_still_matches(sweep: dict[str, Any]) -> None:
+    # ncu's full names as another ncu version may spell them (return type, parameters): matched
+    # on the function name and shape, as the reconciliation's kernel check does.
+    cut = _capped(sweep["ncu"], 1)
+    spelled = cut.assign(kernel=["void " + k + "(int)" for k in cut["kernel"].astype(str)])
+    a = ncu_stats_sampled(cut, sweep["specs"], sweep["refs"], sweep["found"], 1, sweep["iters"])
+    b = ncu_stats_sampled(spelled, sweep["specs"], sweep["refs"], sweep["found"], 1, sweep["iters"])
+    assert [s.iterations_ns for s in b.stats] == [s.iterations_ns for s in a.stats]
+    assert sum(b.missing) == 0 and b.carried == a.carried and sum(a.carried) > 0
