@@ -28,7 +28,7 @@ from nsightwrap.analysis.gap import PLACE_SPREAD_NS, GapInputs, causes_from_gap,
 from nsightwrap.analysis.load import analyze
 from nsightwrap.analysis.model import BenchmarkResult, Gap, RunResult, Verdict
 from nsightwrap.core.unpack import unpacked
-from nsightwrap.export.gap_html import waterfall_svg
+from nsightwrap.export.charts import waterfall_svg
 from nsightwrap.export.html import render_html
 from nsightwrap.export.jsonio import report_from_dict, report_to_dict
 from nsightwrap.export.markdown import render_markdown

@@ -14,11 +14,11 @@ import pytest
 from rich.console import Console
 
 from nsightwrap.device.store import device_doc, read_device_file
-from nsightwrap.export.device_html import render_device_html
-from nsightwrap.export.device_json import render_device_json
-from nsightwrap.export.device_markdown import render_device_markdown
-from nsightwrap.export.device_table import print_device
 from nsightwrap.export.device_text import rate
+from nsightwrap.export.html import render_device_html
+from nsightwrap.export.jsonio import render_device_json
+from nsightwrap.export.markdown import render_device_markdown
+from nsightwrap.export.terminal import print_device
 
 ROOT = Path(__file__).resolve().parent.parent
 H200 = ROOT / "fixtures" / "device" / "h200.json"

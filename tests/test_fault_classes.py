@@ -154,8 +154,8 @@ def test_markdown_fits_githubs_limit_and_says_what_it_left_out(run_dir: Path) ->
 
 def test_html_one_clock_chart_and_a_caption_true_to_the_shading(run_dir: Path) -> None:
     from nsightwrap.analysis.load import analyze
+    from nsightwrap.export.charts import has_timeline
     from nsightwrap.export.html import render_html
-    from nsightwrap.export.power_html import has_timeline
 
     result = analyze(run_dir)
     text = render_html(result)

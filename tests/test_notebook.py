@@ -226,7 +226,7 @@ def test_notebook_display_is_scoped_compact_and_small(run: nw.Run) -> None:
     assert rid != nw.load_run(RUN)._repr_html_().split("id='")[1].split("'")[0]  # unique per display
     # Counts first, then the worst few (the two flagged ones first), all seven behind a click.
     text = root.text_content()
-    assert "7 benchmarks: 2 flagged, 5 ok" in text
+    assert "7 benchmarks: 5 ok, 1 explained, 1 flagged" in text  # the report's count line
     open_table, all_table = root.findall(".//table")
     names = [td.text_content() for td in open_table.findall(".//td[@class='name']")]
     assert len(names) == 5 and names[:2] == ["add_small", "copy_1g"]
@@ -283,7 +283,7 @@ def test_reprs_are_one_short_line(run: nw.Run, nsys: Any) -> None:
     for o in objs:
         r = repr(o)
         assert "\n" not in r and len(r) < 200, (type(o).__name__, len(r))
-    assert repr(res) == f"RunResult({str(RUN)!r}: 7 benchmarks: 5 ok, 2 flagged)"
+    assert repr(res) == f"RunResult({str(RUN)!r}: 7 benchmarks: 5 ok, 1 flagged, 1 explained)"
     assert repr(b).startswith("BenchmarkResult('mm_large', ok, ratio 1.005, timer 281.09 us, ncu 279.81 us")
     assert repr(b.timer) == f"TimerStats(median 281.09 us, n={b.timer.n}, clock 1.611 GHz)"
     assert f"{len(b.ncu.kernels)} kernels" in repr(b.ncu) and f"{len(b.nsys.iterations_ns)} iterations" in repr(b.nsys)

@@ -37,7 +37,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_table_and_strict(run_dir: Path) -> None:
     r = run("report", run_dir)
     assert r.returncode == 0, r.stderr
-    assert "mm_small" in r.stdout and "FLAGGED" in r.stdout
+    assert "mm_small" in r.stdout and "flagged" in r.stdout
     strict = run("report", run_dir, "--strict", "-f", "json")  # JSON on stdout, exit 1
     assert strict.returncode == 1
     assert json.loads(strict.stdout)["benchmarks"][0]["verdict"] == "flagged"

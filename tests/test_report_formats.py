@@ -75,7 +75,7 @@ def test_json_unknown_version_is_refused(result: RunResult, tmp_path: Path) -> N
 
 def test_markdown_sections_and_escaping(result: RunResult) -> None:
     md = render_markdown(_with_nasty_name(result))
-    assert "| mm&lt;a\\|b&gt; | 17.31 us | 13.02 us | 13.02 us | 14.43 us | 14.43 us | 1.980 GHz | 1.791 GHz | 1.33x | **FLAGGED** |" in md
+    assert "| mm&lt;a\\|b&gt; | 17.31 us | 13.02 us | 13.02 us | 14.43 us | 14.43 us | 1.980 GHz | 1.791 GHz | 1.33x | **flagged** |" in md
     # copy_1g's copy is explained (nsys measures it); mm_small's event cost flags it.
     assert "## Flagged benchmarks" in md and "**front_end**" in md
     assert "| driver | 580.159.04 |" in md and "| persistence mode | enabled |" in md

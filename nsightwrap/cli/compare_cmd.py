@@ -17,12 +17,12 @@ from nsightwrap.compare.sides import load_side
 from nsightwrap.compare.stats import PRESETS
 from nsightwrap.compare.verdicts import Comparison, compare
 from nsightwrap.core.errors import EXIT_FINDINGS, NoCommonBenchmarks, UsageError
-from nsightwrap.export.compare_json import to_json
-from nsightwrap.export.compare_junit import to_junit
-from nsightwrap.export.compare_markdown import to_markdown
-from nsightwrap.export.compare_table import render_table
 from nsightwrap.export.compare_text import summary
 from nsightwrap.export.escape import terminal_safe
+from nsightwrap.export.jsonio import compare_json as to_json
+from nsightwrap.export.junit import compare_junit as to_junit
+from nsightwrap.export.markdown import compare_markdown as to_markdown
+from nsightwrap.export.terminal import compare_table as render_table
 
 
 class Metric(str, Enum):

@@ -87,7 +87,7 @@ def _progress(console: Console) -> tuple[Any, Any]:
 
 def _render(dev: Any, fmt: Format, output: Path | None) -> str | None:
     if fmt is Format.table:
-        from nsightwrap.export.device_table import print_device
+        from nsightwrap.export.terminal import print_device
 
         if output is None:
             print_device(dev, Console(highlight=False, width=None if sys.stdout.isatty() else 140))
@@ -96,14 +96,14 @@ def _render(dev: Any, fmt: Format, output: Path | None) -> str | None:
         print_device(dev, console)
         return console.export_text()
     if fmt is Format.json:
-        from nsightwrap.export.device_json import render_device_json
+        from nsightwrap.export.jsonio import render_device_json
 
         return render_device_json(dev)
     if fmt is Format.md:
-        from nsightwrap.export.device_markdown import render_device_markdown
+        from nsightwrap.export.markdown import render_device_markdown
 
         return render_device_markdown(dev)
-    from nsightwrap.export.device_html import render_device_html
+    from nsightwrap.export.html import render_device_html
 
     return render_device_html(dev)
 

@@ -22,11 +22,11 @@ from nsightwrap.cli import err_console, write_output
 from nsightwrap.compare.sides import load_side
 from nsightwrap.compare.verdicts import Comparison, Settings, compare
 from nsightwrap.core.errors import UsageError
-from nsightwrap.export.compare_json import to_json
-from nsightwrap.export.compare_markdown import to_markdown
-from nsightwrap.export.compare_table import render_table
 from nsightwrap.export.compare_text import summary
 from nsightwrap.export.escape import md_cell
+from nsightwrap.export.jsonio import compare_json as to_json
+from nsightwrap.export.markdown import compare_markdown as to_markdown
+from nsightwrap.export.terminal import compare_table as render_table
 
 GPU_COMPARE_FORMAT = "nsightwrap-gpu-compare"
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +172,8 @@ def side_from_report(doc: Mapping[str, Any], *, label: str, metric: str, where: 
             raise ReportParseError(f"{at} ({name!r}): field {metric!r} must be an object or null")
         block = {**block, "name": entry["name"], "params": entry.get("params") or {}, "power": entry.get("power")}
         energy = energy_samples(entry.get("power"))
+        verdict = entry.get("verdict")
+        n_before = len(out)
         if metric == "timer":
             out.append(_timer_samples(block, at))
         elif metric == "ncu":
@@ -194,6 +197,8 @@ def side_from_report(doc: Mapping[str, Any], *, label: str, metric: str, where: 
             if not values:
                 continue
             out.append(Samples(name, params, values, energy_j=energy))
+        if len(out) > n_before and isinstance(verdict, str):
+            out[-1] = replace(out[-1], reconcile=verdict)  # shown beside the compare verdict
     return Side(label=label, gpu=str(gpu) if gpu else None, benchmarks=tuple(out))
 
 

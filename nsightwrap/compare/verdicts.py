@@ -11,7 +11,7 @@ of code. Everything else is SAME or AMBIGUOUS, with a reason code and a one-line
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nsightwrap.compare.energy import EnergyVerdict, judge_energy
@@ -52,6 +52,9 @@ class Samples:
     clock_hz: float | None = None
     #: Energy per call (J) of each block of the timer's energy window, or None (compare.energy).
     energy_j: tuple[float, ...] | None = None
+    #: The side's own reconcile verdict of this benchmark (a report's ``verdict``: ``ok``,
+    #: ``explained``, ...), where the input carries one; shown beside the compare verdict.
+    reconcile: str | None = None
 
     @property
     def key(self) -> str:
@@ -114,6 +117,10 @@ class Comparison:
     removed: tuple[str, ...] = field(default=())
     #: Energy per call verdicts, where both sides have energy.
     energy: tuple[EnergyVerdict, ...] = field(default=())
+    #: Per matched benchmark key, each side's reconcile verdict (baseline, current), where
+    #: either side carries one (report JSONs, and run directories compared by ncu or nsys, which are
+    #: analysed, do; timer sidecars do not).
+    reconcile: Mapping[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     @property
     def slower(self) -> tuple[BenchVerdict, ...]:
@@ -251,6 +258,7 @@ def compare(
         added=tuple(k for k in c if k not in b),
         removed=tuple(k for k in b if k not in c),
         energy=energy_verdicts(baseline, current, settings),
+        reconcile={k: (b[k].reconcile, c[k].reconcile) for k in b if k in c and (b[k].reconcile or c[k].reconcile)},
     )
 
 

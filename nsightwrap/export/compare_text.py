@@ -1,8 +1,11 @@
-"""Words and numbers shared by the compare exporters (table and Markdown)."""
+"""Words and numbers shared by the compare exporters (terminal, Markdown, JSON, JUnit): time and
+energy changes, spreads, the summary line, and each side's reconcile verdict in the report's words."""
 
 from __future__ import annotations
 
-from nsightwrap.compare.verdicts import BenchVerdict, Comparison, Interval, Verdict
+from nsightwrap.analysis.model import Verdict as Reconcile
+from nsightwrap.compare.verdicts import BenchVerdict, Comparison, Interval, Spread, Verdict
+from nsightwrap.export import reportfmt as rf
 
 
 def _unit(ns: float) -> tuple[float, str]:
@@ -56,3 +59,42 @@ def settings_line(c: Comparison) -> str:
         f"median ratio ({s.resamples} resamples, seed {s.seed}), Mann-Whitney alpha {s.alpha:g}, "
         f"at least {s.min_samples} samples"
     )
+
+
+#: Words for an energy verdict: more energy per call is the regression.
+ENERGY_WORD = {Verdict.SAME: "SAME", Verdict.FASTER: "LESS", Verdict.SLOWER: "MORE", Verdict.AMBIGUOUS: "AMBIGUOUS"}
+
+
+def _j(v: float) -> str:
+    for unit, scale in (("J", 1.0), ("mJ", 1e-3), ("uJ", 1e-6)):
+        if abs(v) >= scale:
+            return f"{v / scale:.4g} {unit}"
+    return f"{v * 1e9:.4g} nJ"
+
+
+def fmt_energy(s: Spread) -> str:
+    """``1.23 mJ [1.21 mJ, 1.25 mJ] (n=8)``: median [min, Q3] per call."""
+    return f"{_j(s.median)} [{_j(s.minimum)}, {_j(s.q3)}] (n={s.n})"
+
+
+def energy_summary(c: Comparison) -> str:
+    """``energy/call, 3 compared: 2 SAME, 1 MORE``."""
+    counts = {w: sum(1 for v in c.energy if ENERGY_WORD[v.verdict] == w) for w in ENERGY_WORD.values()}
+    return f"energy/call, {len(c.energy)} compared: " + ", ".join(f"{n} {w}" for w, n in counts.items() if n)
+
+
+def reconcile_text(value: str | None) -> str:
+    """A side's reconcile verdict (a report's ``verdict`` value) in the report's words; ``-``
+    where that side carries none."""
+    if value is None:
+        return "-"
+    try:
+        return rf.verdict_text(Reconcile(value))
+    except ValueError:
+        return value
+
+
+def reconcile_pair(c: Comparison, key: str) -> tuple[str, str]:
+    """The baseline's and the current side's reconcile verdict of ``key``, in the report's words."""
+    base, cur = c.reconcile.get(key, (None, None))
+    return reconcile_text(base), reconcile_text(cur)

@@ -1,19 +1,29 @@
-"""Self-contained HTML report: tables, a bar chart per benchmark, the plain pass's clock trace and
-per-kernel tables. Charts are inline SVG drawn by matplotlib; no script, font or style is
-fetched from the network. Every name goes through ``escape.html``."""
+"""Every HTML view, one self-contained document per result kind (inline CSS and SVG; no script,
+font or style fetched): the run report, a device file, and the report's sections (gap, energy,
+shards). Charts are ``charts``'s (matplotlib); every name goes through ``escape.html``.
+
+At scale the report stays small and fast: one chart per benchmark up to ``MAX_CHARTS``, else the
+worst that many (the roofline section too), and waterfalls for the worst flagged and unexplained
+ones (``MAX_WATERFALLS``); the summary table holds every benchmark and the text says what was
+left out.
+"""
 
 from __future__ import annotations
 
-import io
 import math
 import shlex
+from dataclasses import replace
 
 from nsightwrap.analysis.model import BenchmarkResult, KernelTiming, RunResult, Verdict
+from nsightwrap.device.result import GROUPS, DeviceFile
+from nsightwrap.export import charts
+from nsightwrap.export import device_text as t
+from nsightwrap.export import gap_text as g
+from nsightwrap.export import power_fmt as pf
 from nsightwrap.export import reportfmt as f
-from nsightwrap.export import shards
 from nsightwrap.export.escape import html as esc
-from nsightwrap.export.gap_html import gap_html
-from nsightwrap.export.power_html import has_timeline, power_html
+from nsightwrap.export.registry import exporter
+from nsightwrap.export.roofline_chart import ChartRoof, curve_svg, roofline_svg
 from nsightwrap.export.roofline_html import roofline_html
 
 _CSS = """
@@ -26,7 +36,8 @@ td.name{text-align:left;font-family:ui-monospace,Menlo,monospace}
 td.kernel{text-align:left;max-width:560px;white-space:normal}
 td.kernel .full{display:block;font-family:ui-monospace,Menlo,monospace;font-size:12px;color:#555;overflow-wrap:anywhere}
 tr.flagrow td{background:#fdf0f0} tr.newiter td{border-top:2px solid #888}
-.flagged{color:#b00;font-weight:bold} .ok{color:#080} .other{color:#a60}
+.flagged{color:#b00;font-weight:bold} .unexplained{color:#a0a;font-weight:bold} .explained{color:#077}
+.ok{color:#080} .other{color:#a60} tr.unexplrow td{background:#fbf0fb}
 .cause{margin:0.3em 0 0.8em 1em;padding-left:0.8em;border-left:3px solid #d88}
 .ev{color:#555;font-size:13px;font-family:ui-monospace,monospace;margin:0.2em 0}
 .ev span{white-space:nowrap;margin-right:1.2em;display:inline-block}
@@ -35,80 +46,54 @@ table.kv th{background:none;text-align:left;font-weight:normal;color:#555} table
 .notes li{margin:0.3em 0} code,pre{background:#f6f6f6;padding:2px 4px}
 """
 
-# One colour per source, the same in every chart even when a source is missing.
-_COLORS = {"timer": "#4c72b0", "ncu raw": "#dd8452", "ncu @ref": "#c44e52", "nsys kernels": "#55a868", "nsys busy": "#8172b3"}
-_VERDICT_COLOR = {Verdict.OK: "#080", Verdict.FLAGGED: "#b00"}
+
+#: Bar charts drawn at most: one per benchmark up to this many, else the worst this many (a
+
+#: chart costs ~60 ms and ~17 KB; at 1,000 benchmarks the summary table carries the rest).
+
+MAX_CHARTS = 24
 
 
-def _svg(fig: object) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")  # type: ignore[attr-defined]
-    text = buf.getvalue()
-    return text[text.index("<svg") :]
+#: Bar colours: the timing longer than ncu, shorter, the residual, the whole gap.
+
+#: Waterfalls drawn at most (the worst flagged and unexplained benchmarks).
+
+MAX_WATERFALLS = 8
 
 
-def _plt() -> object:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    # Names are data, not TeX: never parse "$...$"; keep SVG text as text (small, searchable).
-    plt.rcParams.update({"text.parse_math": False, "svg.fonttype": "none", "font.size": 9})
-    return plt
+_ROW_CLASS = {Verdict.FLAGGED: "flagrow", Verdict.UNEXPLAINED: "unexplrow"}
 
 
-def _bar_chart(b: BenchmarkResult) -> str | None:
-    pairs = [
-        ("timer", b.timer.median_ns if b.timer else None),
-        ("ncu raw", b.ncu.median_ns if b.ncu else None),
-        ("ncu @ref", b.ncu.normalized_ns if b.ncu else None),
-        ("nsys kernels", b.nsys.median_ns if b.nsys else None),
-        ("nsys busy", b.nsys.busy_median_ns if b.nsys else None),
-    ]
-    values = [v if v is not None and math.isfinite(v) else None for _, v in pairs]
-    known = [v for v in values if v is not None]
-    if not known:
-        return None
-    top = max(known) / 1e3 or 1.0
-    plt = _plt()
-    # Horizontal bars, every source on its own row even when missing (labelled, not dropped),
-    # with the value written at the bar's end: the numbers are read, not guessed from an axis.
-    fig, ax = plt.subplots(figsize=(4.2, 1.9))  # type: ignore[attr-defined]
-    rows = range(len(pairs))
-    ax.barh(rows, [(v or 0.0) / 1e3 for v in values], color=[_COLORS[k] for k, _ in pairs], height=0.7)
-    for y, v in zip(rows, values, strict=True):
-        text = "no data" if v is None else f.time_ns(v)
-        ax.text((v or 0.0) / 1e3 + top * 0.02, y, text, va="center", fontsize=8, color="#333" if v is not None else "#999")
-    ax.set_yticks(list(rows), [k for k, _ in pairs])
-    ax.invert_yaxis()
-    ax.set_xlim(0, top * 1.45)
-    ax.set_xlabel("us, median per iteration")
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.set_title(
-        f"{f.label(b)}: {f.VERDICT_TEXT[b.verdict]}" + (f", ratio {f.ratio(b.ratio)}" if b.ratio is not None else ""),
-        fontsize=9,
-        loc="left",
-        color=_VERDICT_COLOR.get(b.verdict, "#a60"),
+def _bar_charts(result: RunResult, max_charts: int) -> list[str]:
+    """``Timings side by side``: a chart per benchmark, or for the worst ``MAX_CHARTS`` when
+    there are more, with a line saying how many were left out (the summary table has them all)."""
+    n = len(result.benchmarks)
+    chosen = list(result.benchmarks) if n <= max_charts else f.worst_first(result.benchmarks)[:max_charts]
+    svgs = [c for b in chosen if (c := charts.bar_chart(b))]
+    if not svgs:
+        return []
+    out = ["<h2>Timings side by side</h2>"]
+    if n > max_charts:
+        out.append(
+            f"<p>Charts of the worst {len(chosen)} of {n:,} benchmarks (worst verdict first, then the ratio "
+            f"farthest from 1); the other {n - len(chosen):,} are in the summary table above.</p>"
+        )
+    return [*out, "<div class='charts'>", *(f"<div class='chart'>{c}</div>" for c in svgs), "</div>"]
+
+
+def _roofline(result: RunResult, max_charts: int) -> list[str]:
+    """The roofline section; beyond ``max_charts`` benchmarks, of the worst that many only (the
+    chart draws a point and a legend entry per benchmark and kernel), saying so."""
+    n = len(result.benchmarks)
+    if result.roofs is None or n <= max_charts:
+        return roofline_html(result)
+    worst = f.worst_first(result.benchmarks)[:max_charts]
+    parts = roofline_html(replace(result, benchmarks=tuple(worst)))
+    note = (
+        f"<p>The roofline of the worst {len(worst)} of {n:,} benchmarks (chart and table); every benchmark's "
+        "is in <code>nsightwrap report RUN -f md --full</code> and <code>-f json</code>.</p>"
     )
-    svg = _svg(fig)
-    plt.close(fig)  # type: ignore[attr-defined]
-    return svg
-
-
-def _clock_chart(result: RunResult) -> str | None:
-    if not result.clock_trace:
-        return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 2.4))  # type: ignore[attr-defined]
-    ax.plot([c.t_s for c in result.clock_trace], [c.sm_clock_hz / 1e9 for c in result.clock_trace], lw=1)
-    ax.set_xlabel("seconds into the plain pass")
-    ax.set_ylabel("SM clock (GHz)")
-    ax.set_title("SM clock during the plain pass (nvidia-smi samples)", fontsize=9)
-    ax.grid(alpha=0.3)
-    svg = _svg(fig)
-    plt.close(fig)  # type: ignore[attr-defined]
-    return svg
+    return parts[:1] + [note] + parts[1:]
 
 
 def _table(head: list[str], rows: list[list[str]], left: int = 1, row_class: list[str] | None = None) -> str:
@@ -131,8 +116,8 @@ def _kv_table(items: list[tuple[str, str]]) -> str:
 
 
 def _verdict(b: BenchmarkResult) -> str:
-    cls = {Verdict.OK: "ok", Verdict.FLAGGED: "flagged"}.get(b.verdict, "other")
-    return f'<span class="{cls}">{esc(f.VERDICT_TEXT[b.verdict])}</span>'
+    cls = f.verdict_class(b.verdict) if b.verdict in f.VERDICT_COLOR else "other"
+    return f'<span class="{cls}">{esc(f.verdict_text(b.verdict))}</span>'
 
 
 def _kernel_cell(k: KernelTiming) -> str:
@@ -171,40 +156,43 @@ def _kernel_table(b: BenchmarkResult) -> str:
     return f"<div class='scroll'><table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
 
 
-def render_html(result: RunResult) -> str:
-    """The whole report as one HTML document (inline CSS and SVG)."""
+@exporter("report", "html")
+def render_html(result: RunResult, *, max_charts: int = MAX_CHARTS, max_waterfalls: int = MAX_WATERFALLS) -> str:
+    """The whole report as one HTML document (inline CSS and SVG); at most ``max_charts`` bar
+    charts and ``max_waterfalls`` waterfalls, for the worst benchmarks."""
     s = result.settings
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>nsightwrap report: {esc(result.run_dir)}</title><style>{_CSS}</style></head><body>",
         "<h1>nsightwrap report</h1>",
-        f"<p>{esc(result.run_dir)}: {len(result.benchmarks)} benchmark(s), "
-        f"<b>{len(result.flagged)} flagged</b>; tolerance {s.tolerance:.0%}, reference clock "
+        f"<p>{esc(result.run_dir)}: <b>{esc(f.count_text(result.benchmarks))}</b>; tolerance {s.tolerance:.0%}, reference clock "
         f"<code>{esc(s.clock_ref)}</code>; ratio = timer / ncu at the reference clock.</p>",
     ]
     if not result.timer_found:
         parts.append("<p>No in-process timings were found: benchmarks come from the target's own NVTX ranges.</p>")
-    gpu = shards.has_gpu_column(result)
+    gpu = f.has_gpu_column(result)
+    ordered = f.by_verdict(result.benchmarks)  # worst verdict first
     rows = [
         [
             esc(f.label(b)),
-            *([esc(shards.gpu_tag(b, full=True))] if gpu else []),
+            *([esc(f.gpu_tag(b, full=True))] if gpu else []),
             *f.summary_numbers(b),
             _verdict(b),
             str(len(b.notes)) if b.notes else "",
         ]
-        for b in result.benchmarks
+        for b in ordered
     ]
     head = ["benchmark", *(["GPU"] if gpu else []), *f.SUMMARY_NUMBER_HEADERS, "verdict", "notes"]
-    row_class = ["flagrow" if b.verdict is Verdict.FLAGGED else "" for b in result.benchmarks]
+    row_class = [_ROW_CLASS.get(b.verdict, "") for b in ordered]
     parts += ["<h2>Summary</h2>", _table(head, rows, left=2 if gpu else 1, row_class=row_class)]
     if gpu:  # a merged run: shards, the GPU of each, the variance
-        parts.append(shards.html_sections(result))
-    if result.flagged:
-        parts.append("<h2>Flagged benchmarks</h2>")
-        for b in result.flagged:
+        parts.append(shard_html(result))
+    look = f.to_look_at(result)
+    if look:
+        parts.append(f"<h2>{esc(f.look_title(look))}</h2>")
+        for b in look:
             parts.append(
-                f"<h3>{esc(f.label(b))}</h3><p>ratio {f.ratio(b.ratio)} (at ncu's own clock {f.ratio(b.ratio_raw)}), "
+                f"<h3>{esc(f.label(b))}</h3><p>{_verdict(b)}: ratio {f.ratio(b.ratio)} (at ncu's own clock {f.ratio(b.ratio_raw)}), "
                 f"reference clock {f.clock_hz(b.ref_clock_hz)} ({esc(b.ref_clock_source)})</p>"
             )
             for cause in b.causes:
@@ -216,15 +204,13 @@ def render_html(result: RunResult) -> str:
     notes = [("run", n) for n in result.notes] + [(f.label(b), n) for b in result.benchmarks for n in b.notes]
     if notes:
         parts += ["<h2>Notes</h2><ul class='notes'>", *(f"<li><b>{esc(who)}</b>: {esc(n)}</li>" for who, n in notes), "</ul>"]
-    charts = [c for b in result.benchmarks if (c := _bar_chart(b))]
-    if charts:
-        parts += ["<h2>Timings side by side</h2><div class='charts'>", *(f"<div class='chart'>{c}</div>" for c in charts), "</div>"]
+    parts += _bar_charts(result, max_charts)
     # One SM-clock chart: the energy section's timeline draws the clock too, when it is drawn.
-    clock = None if has_timeline(result) else _clock_chart(result)
+    clock = None if charts.has_timeline(result) else charts.clock_chart(result)
     if clock:
         parts += ["<h2>SM clock, plain pass</h2>", f"<div class='chart'>{clock}</div>"]
-    parts += gap_html(result)
-    parts += roofline_html(result)
+    parts += gap_html(result, max_waterfalls)
+    parts += _roofline(result, max_charts)
     parts += power_html(result)
     parts += ["<h2>Environment</h2>", _kv_table(f.environment_items(result))]
     if result.environment.command:
@@ -240,3 +226,211 @@ def render_html(result: RunResult) -> str:
             ]
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+# ------------------------------------------------------------------ the report's sections
+
+
+def _gap_table(b: BenchmarkResult) -> str:
+    gap = b.gap
+    assert gap is not None
+    body = []
+    for p in gap.parts:
+        ev = "".join(f"<span>{esc(e)}</span>" for e in g.evidence_items(p.evidence))
+        kern = g.kernel_rows(p)
+        if kern:
+            ev += (
+                "<span>"
+                + esc(
+                    "; ".join(
+                        f"{r.get('kernel')}: e={r.get('elasticity')} ({r.get('elasticity_source')})"
+                        for r in kern
+                    )
+                )
+                + "</span>"
+            )
+        name = f"<b>{esc(g.label(p))}</b>" if p.actionable else esc(g.label(p))
+        body.append(
+            f"<tr><td class='l'>{name}</td><td>{esc(g.signed_us(p.ns))}</td><td>{esc(g.share(p.ns, gap))}</td>"
+            f"<td class='kernel'>{esc(p.message)}<div class='ev'>{ev}</div></td><td class='kernel'>{esc(p.fix)}</td></tr>"
+        )
+    body.append(
+        f"<tr><td class='l'>residual</td><td>{esc(g.signed_us(gap.residual_ns))}</td>"
+        f"<td>{esc(g.share(gap.residual_ns, gap))}</td><td class='kernel'>what no measurement explains</td><td></td></tr>"
+    )
+    body.append(
+        f"<tr><td class='l'><b>total</b></td><td><b>{esc(g.signed_us(gap.total_ns))}</b></td>"
+        f"<td>{esc(g.share(gap.total_ns, gap))}</td><td class='kernel'>{esc(g.headline(gap))}</td><td></td></tr>"
+    )
+    head = "<tr><th class='l'>part</th><th>time</th><th>of the timing</th><th class='l'>measured from</th><th class='l'>fix</th></tr>"
+    return f"<div class='scroll'><table><thead>{head}</thead><tbody>{''.join(body)}</tbody></table></div>"
+
+
+def gap_html(result: RunResult, max_waterfalls: int = MAX_WATERFALLS) -> list[str]:
+    """``Where the gap comes from``: per flagged or unexplained benchmark (the worst
+    ``max_waterfalls``) a waterfall and its table; the other benchmarks' tables folded."""
+    with_gap = [b for b in result.benchmarks if b.gap is not None]
+    if not with_gap:
+        return []
+    out = [
+        "<h2>Where the gap comes from</h2>",
+        "<p>timer - ncu (ncu at its own clocks), split into parts measured in this run; they add up, "
+        "residual included. Parts in bold are ones the timing method can change.</p>",
+    ]
+    # A waterfall for the worst flagged and unexplained benchmarks (at most MAX_WATERFALLS: a
+    # chart costs ~60 ms), their tables open; every other benchmark's table folded.
+    look = [b for b in f.worst_first(with_gap) if b.verdict in f.TO_LOOK_AT]
+    drawn = look[:max_waterfalls]
+    if len(look) > len(drawn):
+        out.append(
+            f"<p>Waterfalls of the worst {len(drawn)} of {len(look):,} flagged or unexplained benchmarks; "
+            "the others' tables are folded below.</p>"
+        )
+    for b in drawn:
+        svg = charts.waterfall_svg(b)
+        out.append(f"<h3>{esc(f.label(b))} ({esc(f.verdict_text(b.verdict))})</h3>")
+        if svg:
+            out.append(f"<div class='chart waterfall'>{svg}</div>")
+        out.append(_gap_table(b))
+    shown = {id(b) for b in drawn}
+    rest = [b for b in f.by_verdict(with_gap) if id(b) not in shown]
+    for b in rest:
+        assert b.gap is not None
+        out += [
+            f"<details><summary>{esc(f.label(b))} ({esc(f.verdict_text(b.verdict))}): {esc(g.compact(b.gap))}</summary>",
+            _gap_table(b),
+            "</details>",
+        ]
+    return out
+
+
+def power_html(result: RunResult) -> list[str]:
+    """``<h2>Energy and power</h2>``: the table, the method note and the timeline (else nothing)."""
+    benches = pf.with_power(result)
+    chart = charts.timeline_svg(result)
+    if not benches and chart is None:
+        return []
+    parts = ["<h2>Energy and power</h2>"]
+    if benches:
+        th = "".join(f'<th class="l">{h}</th>' if h in ("benchmark", "throttled by") else f"<th>{h}</th>" for h in pf.HEADERS)
+        body = "".join(
+            "<tr>" + "".join(
+                f'<td class="name">{esc(c)}</td>' if i == 0 else (f"<td class='l'>{esc(c)}</td>" if i == 8 else f"<td>{esc(c)}</td>")
+                for i, c in enumerate(pf.row(b))
+            ) + "</tr>"
+            for b in benches
+        )  # fmt: skip
+        parts += [f"<div class='scroll'><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>",
+                  f"<p class='ev'>{esc(pf.METHOD_NOTE)}</p>"]  # fmt: skip
+        notes = pf.notes(result)
+        if notes:
+            parts += ["<ul class='notes'>", *(f"<li><b>{esc(w)}</b>: {esc(n)}</li>" for w, n in notes), "</ul>"]
+    if chart is not None:
+        parts += ["<h3>Plain pass: SM clock, power and temperature</h3>", f"<div class='chart'>{chart}</div>"]
+    return parts
+
+
+def _shard_table(head: list[str], rows: list[list[str]]) -> str:
+    th = "".join(f"<th>{esc(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<div class='scroll'><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>"
+
+
+def shard_html(result: RunResult) -> str:
+    """The shards and the variance as HTML (empty for a run of one shard)."""
+    if not result.shards:
+        return ""
+    parts = ["<h2>Shards</h2>", _shard_table(f.SHARD_HEADERS, [f.shard_cells(s) for s in result.shards])]
+    parts += [f"<p><b>shard {s.index}</b>: {esc(s.message)}</p>" for s in result.shards if s.message]
+    v = result.gpu_variance
+    if v is not None:
+        parts += ["<h2>GPU-to-GPU variance</h2>", f"<p>{esc(f.variance_line(v))}</p>"]
+        parts += [f"<p class='{'flagged' if v.slow else 'ok'}'>{esc(x)}</p>" for x in f.slow_lines(v)]
+        head = ["benchmark", *(f.short_uuid(g) for g in v.gpus), "spread"]
+        rows = [[s.benchmark, *(f.time_ns(s.medians_ns.get(g)) for g in v.gpus), f.percent(s.spread)] for s in f.spread_rows(v, None)]
+        parts.append(_shard_table(head, rows))
+    return "\n".join(parts)
+
+
+# ------------------------------------------------------------------ device file
+
+
+_DEVICE_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#222;max-width:1100px}
+table{border-collapse:collapse;margin:0.5em 0 1.5em 0;font-size:14px;font-variant-numeric:tabular-nums}
+th,td{border:1px solid #ccc;padding:4px 8px;text-align:right;vertical-align:top}
+thead th{background:#f3f3f3} th.l,td.l{text-align:left} .warn{color:#a60}
+.charts{display:flex;flex-wrap:wrap;gap:12px} .chart{display:inline-block;border:1px solid #ddd;padding:4px}
+"""
+
+
+def _device_table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
+    def cls(i: int) -> str:
+        return ' class="l"' if i < left or i == len(headers) - 1 else ""
+
+    head = "".join(f"<th{cls(i)}>{esc(h)}</th>" for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(f"<td{cls(i)}>{esc(c)}</td>" for i, c in enumerate(r)) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+@exporter("device", "html")
+def render_device_html(dev: DeviceFile) -> str:
+    """The device file as one HTML document."""
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>nsightwrap device: {esc(dev.gpu.name)}</title><style>{_DEVICE_CSS}</style></head><body>",
+        "<h1>nsightwrap device</h1>",
+        f"<p>{esc(t.heading(dev))}</p>",
+        *(f"<p class='warn'>warning: {esc(w)}</p>" for w in dev.warnings),
+    ]
+    for grp in GROUPS:
+        rows = t.rows(dev, grp)
+        if rows:
+            parts += [f"<h2>{esc(t.GROUP_TITLES[grp])}</h2>", _device_table(t.ROW_HEADERS, rows)]
+    svgs: list[str | None] = []
+    if dev.bandwidth_curve:
+        parts += ["<h2>Copy bandwidth against transfer size</h2>", _device_table(t.CURVE_HEADERS, t.curve_rows(dev))]
+        svgs.append(curve_svg([p.bytes for p in dev.bandwidth_curve],
+                                [p.bytes_per_s / 1e9 if p.bytes_per_s else 0.0 for p in dev.bandwidth_curve],
+                                xlabel="bytes copied", ylabel="GB/s (read + write)",
+                                title="copy bandwidth, L2 flushed before each sample"))  # fmt: skip
+    if dev.latency_curve:
+        parts += ["<h2>Pointer-chase latency against working set</h2>", _device_table(t.LATENCY_HEADERS, t.latency_rows(dev))]
+        svgs.append(curve_svg([p.working_set_bytes for p in dev.latency_curve],
+                                [p.ns or 0.0 for p in dev.latency_curve], xlabel="working set",
+                                ylabel="ns per dependent load", title="pointer-chase latency (one thread, random cycle)"))  # fmt: skip
+    roofs = t.roofs_of(dev)
+    if roofs.peaks or roofs.memory_bytes_per_s:
+        parts += [f"<h2>Roofs: memory {esc(t.rate(roofs.memory_bytes_per_s, 'B/s'))} ({esc(roofs.memory_name or '-')})</h2>",
+                  _device_table(t.RIDGE_HEADERS, t.ridge_rows(roofs))]  # fmt: skip
+        svgs.append(roofline_svg(roofs.memory_bytes_per_s, [ChartRoof(p.name, p.flops_per_s) for p in roofs.peaks], [],
+                                   f"measured roofs of {dev.gpu.name} (each at the SM clock measured with it)",
+                                   l2_bytes_per_s=roofs.l2_bytes_per_s))  # fmt: skip
+    drawn = [c for c in svgs if c]
+    if drawn:
+        parts += ["<h2>Charts</h2><div class='charts'>", *(f"<div class='chart'>{c}</div>" for c in drawn), "</div>"]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+# ------------------------------------------------------------------ the protocol: sections
+
+
+@exporter("gap", "html")
+def _gap(result: RunResult) -> str:
+    return "\n".join(gap_html(result))
+
+
+@exporter("power", "html")
+def _power(result: RunResult) -> str:
+    return "\n".join(power_html(result))
+
+
+@exporter("shards", "html")
+def _shards(result: RunResult) -> str:
+    return shard_html(result)
+
+
+@exporter("roofline", "html")
+def _roofline_section(result: RunResult) -> str:
+    return "\n".join(roofline_html(result))

@@ -1,8 +1,11 @@
-"""Report JSON (``"format": "nsightwrap-report"``): write, and read back with a version check.
+"""Every JSON view, one per result kind: the report JSON (written, and read back with a version
+check), the compare JSON, and a device file's document.
 
-The schema is in docs/report-json.md; ``analysis.model.FORMAT_VERSION`` carries its history. Every
-number the other formats show is here, raw timer samples and per-kernel rows included. NaN is
-written as null (JSON has no NaN).
+Report JSON (``"format": "nsightwrap-report"``): the schema is in docs/report-json.md;
+``analysis.model.FORMAT_VERSION`` carries its history. Every number the other formats show is
+here, raw timer samples and per-kernel rows included, and a ``summary`` of the verdicts. NaN is
+written as null (JSON has no NaN). Compare JSON (``"format": "nsightwrap-compare"``):
+docs/compare.md.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,41 +27,75 @@ from nsightwrap.analysis.model import (
     ClockModel,
     ClockSample,
     Environment,
+    Gap,
+    GapPart,
+    GpuSpread,
+    GpuVariance,
     KernelTiming,
     MeasuredClock,
     NcuStats,
     NsysStats,
+    PowerStats,
     RunResult,
     Settings,
+    ShardSummary,
+    SlowGpu,
     TimerStats,
     Verdict,
 )
+from nsightwrap.compare.energy import EnergyVerdict
+from nsightwrap.compare.verdicts import BenchVerdict, Comparison, Interval, Spread
 from nsightwrap.core.contract import REPORT_FORMAT
 from nsightwrap.core.errors import FormatVersionError, ReportParseError
-from nsightwrap.export.gap_json import gap_from_dict
-from nsightwrap.export.power_json import power_from_dict
+from nsightwrap.device.result import DeviceFile
+from nsightwrap.device.store import device_doc
+from nsightwrap.export import reportfmt as f
+from nsightwrap.export.registry import exporter
 from nsightwrap.export.roofline_json import roofline_from_dict, roofs_from_dict
-from nsightwrap.export.shards import shards_from_dict, variance_from_dict
+
+_ENUMS = (CauseCode, ClockModel, Verdict)
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _clean(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, (CauseCode, ClockModel, Verdict)):
+def _plain(v: Any) -> Any:
+    """``v`` as JSON-ready data in one pass (what ``dataclasses.asdict`` then a clean-up of NaN
+    and enums would give, at a third of the cost on a 1,000-benchmark run)."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, _ENUMS):
         return v.value
+    if isinstance(v, (str, int)) or v is None:
+        return v
+    names = _FIELDS.get(type(v))
+    if names is None and is_dataclass(v) and not isinstance(v, type):
+        names = _FIELDS.setdefault(type(v), tuple(fld.name for fld in fields(v)))
+    if names is not None:
+        return {n: _plain(getattr(v, n)) for n in names}
     if isinstance(v, Mapping):
-        return {str(k): _clean(x) for k, x in v.items()}
+        return {str(k): _plain(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
+        return [_plain(x) for x in v]
     return v
 
 
 def report_to_dict(result: RunResult) -> dict[str, Any]:
-    """The report as a JSON-ready dict (``format``, ``version`` first)."""
-    body = asdict(result)
-    return _clean({"format": REPORT_FORMAT, "version": FORMAT_VERSION, "nsightwrap_version": __version__, **body})
+    """The report as a JSON-ready dict (``format``, ``version`` first, ``summary`` last)."""
+    doc = {"format": REPORT_FORMAT, "version": FORMAT_VERSION, "nsightwrap_version": __version__, **_plain(result)}
+    return {**doc, "summary": summary_dict(result)}
 
 
+def summary_dict(result: RunResult) -> dict[str, Any]:
+    """The report's ``summary``: benchmarks per verdict (keys as the ``verdict`` field spells them,
+    worst first) and the count line the other formats print. Derived: the reader ignores it."""
+    counts = f.verdict_counts(result.benchmarks)
+    return {
+        "benchmarks": len(result.benchmarks),
+        "counts": {v.value: counts[v] for v in f.VERDICT_ORDER if v in counts},
+        "text": f.count_text(result.benchmarks),
+    }
+
+
+@exporter("report", "json")
 def write_report_json(result: RunResult, path: Path | None = None) -> str:
     """Serialize ``result``; write it to ``path`` when given. Returns the text."""
     text = json.dumps(report_to_dict(result), indent=1, allow_nan=False) + "\n"
@@ -114,10 +151,10 @@ def _tuples(v: Any) -> Any:
 
 def _build(cls: Any, d: Mapping[str, Any]) -> Any:
     kw = {}
-    for f in fields(cls):
-        if f.name in d:
-            v = d[f.name]
-            kw[f.name] = dict(v) if isinstance(v, Mapping) else _tuples(v)
+    for fld in fields(cls):
+        if fld.name in d:
+            v = d[fld.name]
+            kw[fld.name] = dict(v) if isinstance(v, Mapping) else _tuples(v)
     return cls(**kw)
 
 
@@ -167,3 +204,160 @@ def _bench(d: Mapping[str, Any]) -> BenchmarkResult:
 def _kernel(d: Mapping[str, Any]) -> KernelTiming:
     k = _build(KernelTiming, d)
     return KernelTiming(**{**asdict(k), "clock_model": ClockModel(d["clock_model"])})
+
+
+# ------------------------------------------------------------------ report sections read back
+
+
+def gap_from_dict(d: Any) -> Gap | None:
+    """``Gap`` from its JSON object (docs/report-json.md), None when absent."""
+    if d is None:
+        return None
+    if not isinstance(d, Mapping):
+        raise TypeError("field 'gap' must be an object")
+    parts = []
+    for p in d.get("parts") or ():
+        if not isinstance(p, Mapping):
+            raise TypeError("field 'gap.parts' must hold objects")
+        parts.append(
+            GapPart(
+                cause=str(p["cause"]),
+                ns=float(p["ns"]),
+                evidence=dict(p.get("evidence") or {}),
+                fix=str(p.get("fix") or ""),
+                message=str(p.get("message") or ""),
+                actionable=bool(p.get("actionable", False)),
+            )
+        )
+    return Gap(
+        total_ns=float(d["total_ns"]),
+        parts=tuple(parts),
+        residual_ns=float(d["residual_ns"]),
+        timer_ns=None if d.get("timer_ns") is None else float(d["timer_ns"]),
+        ncu_ns=None if d.get("ncu_ns") is None else float(d["ncu_ns"]),
+        measurements=dict(d.get("measurements") or {}),
+    )
+
+
+def power_from_dict(d: Any) -> PowerStats | None:
+    """``PowerStats`` from its JSON object (unknown keys ignored, lists made tuples), or None."""
+    if not isinstance(d, Mapping):
+        return None
+    kw: dict[str, Any] = {}
+    for fld in fields(PowerStats):
+        if fld.name in d:
+            v = d[fld.name]
+            kw[fld.name] = tuple(v) if isinstance(v, list) else (dict(v) if isinstance(v, Mapping) else v)
+    for need in ("energy_j", "energy_per_call_j", "mean_w", "peak_w", "peak_temp_c"):
+        kw.setdefault(need, None)
+    return PowerStats(**kw)
+
+
+def shards_from_dict(doc: Mapping[str, Any]) -> tuple[ShardSummary, ...]:
+    """The report JSON's ``shards`` list back as ShardSummary (empty when absent)."""
+    return tuple(ShardSummary(**_known(ShardSummary, s)) for s in doc.get("shards") or ())
+
+
+def variance_from_dict(doc: Mapping[str, Any]) -> GpuVariance | None:
+    """The report JSON's ``gpu_variance`` back as GpuVariance (None when absent)."""
+    v = doc.get("gpu_variance")
+    if not isinstance(v, Mapping):
+        return None
+    kw = _known(GpuVariance, v)
+    kw["gpus"] = tuple(kw.get("gpus") or ())
+    kw["spreads"] = tuple(GpuSpread(**_known(GpuSpread, s)) for s in v.get("spreads") or ())
+    kw["slow"] = tuple(SlowGpu(**_known(SlowGpu, s)) for s in v.get("slow") or ())
+    return GpuVariance(**kw)
+
+
+def _known(cls: Any, d: Mapping[str, Any]) -> dict[str, Any]:
+    names = {x.name for x in fields(cls)}
+    return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in d.items() if k in names}
+
+
+# ------------------------------------------------------------------ compare
+
+COMPARE_FORMAT = "nsightwrap-compare"
+
+
+#: Version of the compare JSON. History (newest last):
+#:   1 (0.1.0): first version.
+COMPARE_VERSION = 1
+
+
+def _interval(iv: Interval | None) -> dict[str, float] | None:
+    return None if iv is None else {"estimate": iv.estimate, "low": iv.low, "high": iv.high}
+
+
+def _spread(s: Spread) -> dict[str, Any]:
+    return {"median_ns": s.median, "min_ns": s.minimum, "q3_ns": s.q3, "n": s.n}
+
+
+def _energy_spread(s: Spread) -> dict[str, Any]:
+    return {"median_j": s.median, "min_j": s.minimum, "q3_j": s.q3, "n": s.n}
+
+
+def _verdict(v: BenchVerdict, reconcile: tuple[str | None, str | None] | None) -> dict[str, Any]:
+    extra = {} if reconcile is None else {"baseline_reconcile": reconcile[0], "current_reconcile": reconcile[1]}
+    return {
+        "benchmark": v.key,
+        "verdict": v.verdict.value,
+        "reason": v.reason.value,
+        "message": v.message,
+        "baseline": _spread(v.baseline),
+        "current": _spread(v.current),
+        "ratio": _interval(v.ratio),
+        "p_value": v.p_value,
+        "cycles_ratio": _interval(v.cycles_ratio),
+        "baseline_clock_hz": v.baseline_clock_hz,
+        "current_clock_hz": v.current_clock_hz,
+        **extra,
+    }
+
+
+def energy_json(c: Comparison) -> list[dict[str, Any]]:
+    """The compare JSON's ``energy`` list (docs/compare.md)."""
+    out = []
+    for v in c.energy:
+        assert isinstance(v, EnergyVerdict)
+        out.append({"benchmark": v.key, "verdict": v.verdict.value, "reason": v.reason.value, "message": v.message,
+                    "baseline": _energy_spread(v.baseline), "current": _energy_spread(v.current), "ratio": _interval(v.ratio),
+                    "p_value": v.p_value})  # fmt: skip
+    return out
+
+
+def compare_dict(c: Comparison) -> dict[str, Any]:
+    """The comparison as a JSON-ready dict (``"format": "nsightwrap-compare"``)."""
+    return {
+        "format": COMPARE_FORMAT,
+        "version": COMPARE_VERSION,
+        "baseline": {"path": c.baseline, "gpu": c.baseline_gpu},
+        "current": {"path": c.current, "gpu": c.current_gpu},
+        "metric": c.metric,
+        "settings": asdict(c.settings),
+        "summary": {
+            "counts": {k.value: n for k, n in c.counts().items()},
+            "geomean_ratio": c.geomean_ratio,
+            "geomean_cycles_ratio": c.geomean_cycles_ratio,
+            "slower": [v.key for v in c.slower],
+        },
+        "benchmarks": [_verdict(v, c.reconcile.get(v.key)) for v in c.verdicts],
+        "added": list(c.added),
+        "removed": list(c.removed),
+        "energy": energy_json(c),
+    }
+
+
+@exporter("compare", "json")
+def compare_json(c: Comparison) -> str:
+    """The comparison as indented JSON text."""
+    return json.dumps(compare_dict(c), indent=2) + "\n"
+
+
+# ------------------------------------------------------------------ device file
+
+
+@exporter("device", "json")
+def render_device_json(dev: DeviceFile) -> str:
+    """The device file as JSON text (the same document the cache holds)."""
+    return json.dumps(device_doc(dev), indent=1, allow_nan=False) + "\n"

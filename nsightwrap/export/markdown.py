@@ -1,18 +1,39 @@
-"""Markdown report for a GitHub issue: summary, flagged benchmarks with evidence, environment,
-the command to reproduce, and per-kernel details folded in ``<details>``. Every name goes
-through ``escape.md_cell`` so kernel names (``<``, ``>``, ``|``, ``,``) never break a table."""
+"""Every Markdown view (GitHub-flavoured), one per result kind: the run report, a comparison (a
+pull-request comment), a device file, and the report's sections (gap, energy, shards).
+
+The run report is for a GitHub issue: a count line, the summary (worst first), the flagged and
+unexplained benchmarks with evidence, the notes, the sections, the environment, the command to
+reproduce, and per-kernel details folded in ``<details>``; cut to fit GitHub's limit by default.
+Every name goes through ``escape.md_cell`` so kernel names (``<``, ``>``, ``|``, ``,``) never break
+a table.
+"""
 
 from __future__ import annotations
 
 import math
 import shlex
+from dataclasses import replace
 
 from nsightwrap.analysis.model import BenchmarkResult, RunResult
+from nsightwrap.compare.verdicts import Comparison, Verdict
+from nsightwrap.device.result import GROUPS, DeviceFile
+from nsightwrap.export import device_text as t
+from nsightwrap.export import gap_text as g
+from nsightwrap.export import power_fmt as pf
 from nsightwrap.export import reportfmt as f
-from nsightwrap.export import shards
+from nsightwrap.export.compare_text import (
+    ENERGY_WORD,
+    energy_summary,
+    fmt_change,
+    fmt_energy,
+    fmt_geomean,
+    fmt_spread,
+    reconcile_pair,
+    settings_line,
+    summary,
+)
 from nsightwrap.export.escape import html, md_cell
-from nsightwrap.export.gap_markdown import gap_markdown
-from nsightwrap.export.power_markdown import power_markdown
+from nsightwrap.export.registry import exporter
 from nsightwrap.export.roofline_markdown import roofline_markdown
 
 
@@ -32,14 +53,14 @@ def _num(v: float | None, fmt: str) -> str:
 
 def _summary(result: RunResult) -> list[str]:
     rows = []
-    gpu = shards.has_gpu_column(result)  # a merged run: the GPU (UUID) each benchmark ran on
-    for b in result.benchmarks:
+    gpu = f.has_gpu_column(result)  # a merged run: the GPU (UUID) each benchmark ran on
+    for b in f.by_verdict(result.benchmarks):  # worst verdict first
         rows.append(
             [
                 md_cell(f.label(b)),
-                *([md_cell(shards.gpu_tag(b, full=True))] if gpu else []),
+                *([md_cell(f.gpu_tag(b, full=True))] if gpu else []),
                 *f.summary_numbers(b),
-                f"**{f.VERDICT_TEXT[b.verdict]}**" if b.causes else f.VERDICT_TEXT[b.verdict],
+                f"**{f.verdict_text(b.verdict)}**" if b.causes else f.verdict_text(b.verdict),
             ]
         )
     header = ["benchmark", *(["GPU"] if gpu else []), *f.SUMMARY_NUMBER_HEADERS, "verdict"]
@@ -47,7 +68,7 @@ def _summary(result: RunResult) -> list[str]:
 
 
 def _flagged(b: BenchmarkResult) -> list[str]:
-    out = [f"### {md_cell(f.label(b))}", "", f"ratio {f.ratio(b.ratio)} (at ncu's own clock {f.ratio(b.ratio_raw)}), "
+    out = [f"### {md_cell(f.label(b))}", "", f"**{f.verdict_text(b.verdict)}**: ratio {f.ratio(b.ratio)} (at ncu's own clock {f.ratio(b.ratio_raw)}), "
            f"reference clock {f.clock_hz(b.ref_clock_hz)} ({md_cell(b.ref_clock_source)})", ""]  # fmt: skip
     for c in b.causes:
         ev = ", ".join(md_cell(f.evidence_item(k, v)) for k, v in c.evidence.items() if v is not None)
@@ -97,6 +118,7 @@ def _kernels(b: BenchmarkResult) -> list[str]:
 GITHUB_LIMIT = 65_536
 
 
+@exporter("report", "md")
 def render_markdown(result: RunResult, limit: int | None = GITHUB_LIMIT) -> str:
     """The report as GitHub-flavoured Markdown, cut to fit ``limit`` characters (None: the whole
     report): then the worst benchmarks come first and the text says what it left out."""
@@ -112,18 +134,14 @@ def render_markdown(result: RunResult, limit: int | None = GITHUB_LIMIT) -> str:
 
 
 def _compact(result: RunResult, k: int, d: int) -> str:
-    from dataclasses import replace
-
-    from nsightwrap.export.terminal import count_line, worst_first
-
     n = len(result.benchmarks)
-    worst = worst_first(result.benchmarks)
+    worst = f.worst_first(result.benchmarks)
     shown = worst[:k]
     detailed = [b for b in worst[:d] if b.causes]
     out = [
         "# nsightwrap report",
         "",
-        md_cell(count_line(result).plain) + ".",
+        md_cell(f.count_text(result.benchmarks)) + ".",
         "",
         f"> Cut to fit GitHub's {GITHUB_LIMIT:,}-character limit: the summary shows the worst {len(shown)} of "
         f"{n} benchmarks ({n - len(shown)} left out), the causes of {len(detailed)}; per-kernel details, notes, "
@@ -146,21 +164,21 @@ def _compact(result: RunResult, k: int, d: int) -> str:
 def render_full_markdown(result: RunResult) -> str:
     """The whole report as GitHub-flavoured Markdown."""
     s = result.settings
-    n_flag = len(result.flagged)
+    look = f.to_look_at(result)
     out = [
         "# nsightwrap report",
         "",
-        f"{len(result.benchmarks)} benchmark(s), **{n_flag} flagged**; tolerance {s.tolerance:.0%}, "
+        f"{md_cell(f.count_text(result.benchmarks))}; tolerance {s.tolerance:.0%}, "
         f"reference clock `{md_cell(s.clock_ref)}`; ratio = timer / ncu at the reference clock.",
         "",
     ]
     if not result.timer_found:
         out += ["No in-process timings were found: benchmarks come from the target's own NVTX ranges.", ""]
     out += ["## Summary", "", *_summary(result), ""]
-    out += shards.markdown_sections(result)
-    if n_flag:
-        out += ["## Flagged benchmarks", ""]
-        for b in result.flagged:
+    out += shard_sections(result)
+    if look:
+        out += [f"## {f.look_title(look)}", ""]
+        for b in look:
             out += _flagged(b)
     # Notes come before the long tables: they hold findings that are not flags (overlap, DRAM-bound).
     notes = [f"run: {md_cell(n)}" for n in result.notes]
@@ -177,3 +195,220 @@ def render_full_markdown(result: RunResult) -> str:
     if details:
         out += ["## Per-kernel details", "", *details]
     return "\n".join(out)
+
+
+# ------------------------------------------------------------------ the report's sections
+
+
+def _gap_table(b: BenchmarkResult) -> list[str]:
+    gap = b.gap
+    assert gap is not None
+    rows = [
+        "| part | time | of the timing | measured from | fix |",
+        "| --- | ---: | ---: | --- | --- |",
+    ]
+    for p in gap.parts:
+        ev = ", ".join(md_cell(e) for e in g.evidence_items(p.evidence))
+        what = md_cell(p.message) + (f" ({ev})" if ev else "")
+        name = f"**{md_cell(g.label(p))}**" if p.actionable else md_cell(g.label(p))
+        rows.append(f"| {name} | {g.signed_us(p.ns)} | {g.share(p.ns, gap)} | {what} | {md_cell(p.fix)} |")
+    rows.append(
+        f"| residual | {g.signed_us(gap.residual_ns)} | {g.share(gap.residual_ns, gap)} | no measurement | |"
+    )
+    rows.append(
+        f"| **total** | **{g.signed_us(gap.total_ns)}** | {g.share(gap.total_ns, gap)} | {md_cell(g.headline(gap))} | |"
+    )
+    state = f.verdict_text(b.verdict)
+    return [
+        f"<details><summary>{html(f.label(b))} ({state}): {html(g.compact(gap))}</summary>",
+        "",
+        *rows,
+        "",
+        "Parts in bold are ones the timing method can change; the verdict weighs them and the residual.",
+        "",
+        "</details>",
+        "",
+    ]
+
+
+def gap_markdown(result: RunResult) -> list[str]:
+    """``## Where the gap comes from``: a folded table per benchmark with a decomposition."""
+    with_gap = [b for b in result.benchmarks if b.gap is not None]
+    if not with_gap:
+        return []
+    ordered = f.by_verdict(with_gap)  # worst verdict first
+    out = [
+        "## Where the gap comes from",
+        "",
+        "timer - ncu (ncu at its own clocks), split into parts measured in this run; they add up, residual included.",
+        "",
+    ]
+    for b in ordered:
+        out += _gap_table(b)
+    return out
+
+
+def power_markdown(result: RunResult) -> list[str]:
+    """``## Energy and power`` with one row per benchmark that has NVML figures (else nothing)."""
+    benches = pf.with_power(result)
+    if not benches:
+        return []
+    head = "| " + " | ".join(pf.HEADERS) + " |"
+    align = "| --- | " + " | ".join("---" if h == "throttled by" else "---:" for h in pf.HEADERS[1:]) + " |"
+    rows = ["| " + " | ".join(md_cell(c) for c in pf.row(b)) + " |" for b in benches]
+    notes = [f"- **{md_cell(who)}**: {md_cell(n)}" for who, n in pf.notes(result)]
+    return ["## Energy and power", "", head, align, *rows, "", md_cell(pf.METHOD_NOTE), "", *notes, *([""] if notes else [])]
+
+
+def _shard_table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |",
+            *("| " + " | ".join(r) + " |" for r in rows)]  # fmt: skip
+
+
+def shard_sections(result: RunResult) -> list[str]:
+    """``## Shards`` and ``## GPU-to-GPU variance`` (empty for a run of one shard)."""
+    if not result.shards:
+        return []
+    out = ["## Shards", "", *_shard_table(f.SHARD_HEADERS, [[md_cell(c) for c in f.shard_cells(s)] for s in result.shards]), ""]
+    out += [f"- shard {s.index}: {md_cell(s.message)}" for s in result.shards if s.message]
+    if any(s.message for s in result.shards):
+        out.append("")
+    v = result.gpu_variance
+    if v is None:
+        return out
+    out += ["## GPU-to-GPU variance", "", md_cell(f.variance_line(v)), ""]
+    out += [f"- {'**' + md_cell(x) + '**' if v.slow else md_cell(x)}" for x in f.slow_lines(v)] + [""]
+    head = ["benchmark", *(f.short_uuid(g) for g in v.gpus), "spread"]
+    rows = [
+        [md_cell(s.benchmark), *(f.time_ns(s.medians_ns.get(g)) for g in v.gpus), f.percent(s.spread)]
+        for s in f.spread_rows(v, None)
+    ]
+    out += ["<details><summary>every benchmark on every GPU (widest spread first)</summary>", "",
+            *_shard_table(head, rows), "", "</details>", ""]  # fmt: skip
+    return out
+
+
+# ------------------------------------------------------------------ compare
+
+_ICON = {
+    Verdict.SAME: "SAME",
+    Verdict.FASTER: "FASTER",
+    Verdict.SLOWER: "**SLOWER**",
+    Verdict.AMBIGUOUS: "_AMBIGUOUS_",
+}
+
+
+@exporter("compare", "md")
+def compare_markdown(c: Comparison) -> str:
+    """The comparison as a Markdown document (a summary, a table, added and removed lists)."""
+    slower = c.slower
+    head = "regression" if len(slower) == 1 else "regressions"
+    title = f"{len(slower)} {head}" if slower else "no regression"
+    out = [
+        f"### nsightwrap compare: {title}",
+        "",
+        f"Baseline {md_cell(c.baseline)} ({md_cell(c.baseline_gpu or 'GPU unknown')}), "
+        f"current {md_cell(c.current)} ({md_cell(c.current_gpu or 'GPU unknown')}).",
+        "",
+        md_cell(summary(c)),
+        "",
+        "| benchmark | verdict | baseline median [min, Q3] | current median [min, Q3] | change [CI] | cycles [CI] | reason |"
+        + (" reconcile (baseline -> current) |" if c.reconcile else ""),
+        "| --- | --- | --- | --- | --- | --- | --- |" + (" --- |" if c.reconcile else ""),
+    ]
+    for v in c.verdicts:
+        cells = [
+            md_cell(v.key),
+            _ICON[v.verdict],
+            md_cell(fmt_spread(v, "baseline")),
+            md_cell(fmt_spread(v, "current")),
+            md_cell(fmt_change(v.ratio)),
+            md_cell(fmt_change(v.cycles_ratio)),
+            f"`{v.reason.value}` {md_cell(v.message)}",
+        ]
+        if c.reconcile:  # each side's own reconcile verdict, in the report's words
+            cells.append(" -> ".join(md_cell(w) for w in reconcile_pair(c, v.key)))
+        out.append("| " + " | ".join(cells) + " |")
+    if c.added:
+        out += ["", "Added (only in current): " + ", ".join(md_cell(k) for k in c.added)]
+    if c.removed:
+        out += ["", "Removed (only in baseline): " + ", ".join(md_cell(k) for k in c.removed)]
+    out += [
+        "",
+        f"Geometric mean of the time ratios: {md_cell(fmt_geomean(c.geomean_ratio))}.",
+        "",
+        *energy_markdown(c),
+        f"<sub>{md_cell(settings_line(c))}</sub>",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def energy_markdown(c: Comparison) -> list[str]:
+    """A Markdown section with the energy verdicts, or []."""
+    if not c.energy:
+        return []
+    out = [
+        "#### Energy per call",
+        "",
+        "| benchmark | energy | baseline median [min, Q3] | current median [min, Q3] | change [CI] | reason |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for v in c.energy:
+        word = f"**{ENERGY_WORD[v.verdict]}**" if v.verdict is Verdict.SLOWER else ENERGY_WORD[v.verdict]
+        out.append("| " + " | ".join([md_cell(v.key), word, md_cell(fmt_energy(v.baseline)), md_cell(fmt_energy(v.current)),
+                                      md_cell(fmt_change(v.ratio)), f"`{v.reason.value}` {md_cell(v.message)}"]) + " |")  # fmt: skip
+    return [*out, "", md_cell(energy_summary(c)), ""]
+
+
+# ------------------------------------------------------------------ device file
+
+def _device_table(headers: list[str], rows: list[list[str]], left: int = 1) -> list[str]:
+    align = ["---" if i < left or i == len(headers) - 1 else "---:" for i in range(len(headers))]
+    out = ["| " + " | ".join(md_cell(h) for h in headers) + " |", "| " + " | ".join(align) + " |"]
+    out += ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows]
+    return out
+
+
+@exporter("device", "md")
+def render_device_markdown(dev: DeviceFile) -> str:
+    """The device file as GitHub-flavoured Markdown."""
+    out = ["# nsightwrap device", "", md_cell(t.heading(dev)), ""]
+    if dev.warnings:
+        out += [*(f"- **warning**: {md_cell(w)}" for w in dev.warnings), ""]
+    for grp in GROUPS:
+        rows = t.rows(dev, grp)
+        if rows:
+            out += [f"## {t.GROUP_TITLES[grp]}", "", *_device_table(t.ROW_HEADERS, rows), ""]
+    if dev.bandwidth_curve:
+        out += ["## Copy bandwidth against transfer size (L2 flushed)", "", *_device_table(t.CURVE_HEADERS, t.curve_rows(dev)), ""]
+    if dev.latency_curve:
+        out += ["## Pointer-chase latency against working set", "", *_device_table(t.LATENCY_HEADERS, t.latency_rows(dev)), ""]
+    roofs = t.roofs_of(dev)
+    if roofs.peaks or roofs.memory_bytes_per_s:
+        out += [f"## Roofs: memory {t.rate(roofs.memory_bytes_per_s, 'B/s')} ({md_cell(roofs.memory_name or '-')})", "",
+                *_device_table(t.RIDGE_HEADERS, t.ridge_rows(roofs)), ""]  # fmt: skip
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------ the protocol: sections
+
+
+@exporter("gap", "md")
+def _gap(result: RunResult) -> str:
+    return "\n".join(gap_markdown(result))
+
+
+@exporter("power", "md")
+def _power(result: RunResult) -> str:
+    return "\n".join(power_markdown(result))
+
+
+@exporter("shards", "md")
+def _shards(result: RunResult) -> str:
+    return "\n".join(shard_sections(result))
+
+
+@exporter("roofline", "md")
+def _roofline(result: RunResult) -> str:
+    return "\n".join(roofline_markdown(result))

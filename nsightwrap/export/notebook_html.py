@@ -8,10 +8,9 @@ from __future__ import annotations
 import html as _html
 import shlex
 
-from nsightwrap.analysis.model import BenchmarkResult, RunResult, Verdict
+from nsightwrap.analysis.model import BenchmarkResult, RunResult
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export.escape import html as esc
-from nsightwrap.export.terminal import count_line, worst_first
 
 #: Benchmarks in the open table (worst first) and at most in the one behind the click: a
 #: 1,000-benchmark run stays a few tens of KB; the rest is in ``run.to_frame()``.
@@ -27,9 +26,9 @@ _RULES: tuple[tuple[str, str], ...] = (
     ("thead th", "background:#f3f3f3"),
     ("td.name", "text-align:left;font-family:ui-monospace,Menlo,monospace"),
     ("td.cause", "text-align:left;white-space:normal;max-width:36em"),
-    (".flagged, .unexplained", "color:#b00;font-weight:bold"),
-    (".ok", "color:#080"),
-    (".explained", "color:#a60"),
+    # The verdicts' colours, the same as every other format's (reportfmt.VERDICT_COLOR).
+    *((f".{f.verdict_class(v)}", f"color:{c}" + (";font-weight:bold" if v in f.TO_LOOK_AT else "")) for v, c in f.VERDICT_COLOR.items()),
+    (".other", f"color:{f.OTHER_COLOR}"),
     ("p", "margin:0.3em 0"),
     ("code", "background:#f6f6f6;padding:1px 3px"),
     ("summary", "cursor:pointer"),
@@ -46,14 +45,14 @@ def scoped_css(root_id: str) -> str:
 
 
 def _row(b: BenchmarkResult) -> str:
-    v = str(b.verdict.value)
+    cls = f.verdict_class(b.verdict) if b.verdict in f.VERDICT_COLOR else "other"
     cause = b.causes[0].message if b.causes else ""
     cells = (
         f"<td class='name'>{esc(f.label(b))}</td>"
         f"<td>{esc(f.time_ns(b.timer.median_ns if b.timer else None))}</td>"
         f"<td>{esc(f.time_ns(b.ncu.normalized_ns if b.ncu else None))}</td>"
         f"<td>{esc(f.ratio(b.ratio))}</td>"
-        f"<td class='{esc(v)}'>{esc(f.VERDICT_TEXT.get(b.verdict, v))}</td>"
+        f"<td class='{cls}'>{esc(f.verdict_text(b.verdict))}</td>"
         f"<td class='cause'>{esc(cause)}</td>"
     )
     return f"<tr>{cells}</tr>"
@@ -69,10 +68,10 @@ def summary_html(result: RunResult, root_id: str, *, worst: int = WORST, max_all
     behind a ``<details>`` click, and where the full report is. ``root_id`` must be unique on
     the page (the CSS is scoped to it)."""
     s = result.settings
-    ordered = worst_first(result.benchmarks)
+    ordered = f.worst_first(result.benchmarks)
     parts = [
         f"<div class='nsightwrap-run' id='{esc(root_id)}'><style>{scoped_css(root_id)}</style>",
-        f"<p><b>nsightwrap run</b> <code>{esc(result.run_dir)}</code>: {esc(count_line(result).plain)}; "
+        f"<p><b>nsightwrap run</b> <code>{esc(result.run_dir)}</code>: {esc(f.count_text(result.benchmarks))}; "
         f"tolerance {s.tolerance:.0%}, reference clock <code>{esc(s.clock_ref)}</code>; "
         "ratio = timer / ncu at the reference clock</p>",
     ]
@@ -92,7 +91,7 @@ def summary_html(result: RunResult, root_id: str, *, worst: int = WORST, max_all
             "</details>",
         ]
     notes = len(result.notes) + sum(len(b.notes) for b in result.benchmarks)
-    flagged = sum(b.verdict in (Verdict.FLAGGED, Verdict.UNEXPLAINED) for b in result.benchmarks)
+    flagged = sum(b.verdict in f.TO_LOOK_AT for b in result.benchmarks)
     parts.append(
         f"<p>{notes} note(s), {flagged} benchmark(s) to look at. Full report (charts, causes, kernels): "
         f"<code>run.full()</code>, or <code>nsightwrap report {esc(shlex.quote(result.run_dir))} --format html</code>; "

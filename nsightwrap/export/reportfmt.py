@@ -1,10 +1,19 @@
-"""Number formatting shared by the report exporters (text only: no computing)."""
+"""Words and numbers of the run report shared by every format (text only: no computing): times,
+clocks, ratios, the verdict vocabulary, the environment rows and a merged run's shard words."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
-from nsightwrap.analysis.model import BenchmarkResult, RunResult, Verdict
+from nsightwrap.analysis.model import (
+    BenchmarkResult,
+    GpuSpread,
+    GpuVariance,
+    RunResult,
+    ShardSummary,
+    Verdict,
+)
 from nsightwrap.export.escape import terminal_safe
 
 
@@ -78,13 +87,121 @@ def label(b: BenchmarkResult) -> str:
     return terminal_safe(f"{b.name}[{','.join(f'{k}={v}' for k, v in b.params.items())}]")
 
 
+# ------------------------------------------------------------------ the verdict vocabulary
+# One place for the words, the order and the colours of a reconcile verdict: every format
+# (terminal, Markdown, HTML, JSON summary, compare) reads them from here.
+
+#: The word every format shows for a verdict.
 VERDICT_TEXT = {
     Verdict.OK: "ok",
-    Verdict.FLAGGED: "FLAGGED",
+    Verdict.EXPLAINED: "explained",
+    Verdict.FLAGGED: "flagged",
+    Verdict.UNEXPLAINED: "unexplained",
     Verdict.NO_TIMER: "no timer",
     Verdict.NO_NCU: "no ncu",
     Verdict.NO_DATA: "no data",
 }
+
+#: Worst first: what a reader must act on (a wrong timing, a gap nothing explains) before what
+#: agrees, then the benchmarks that could not be checked.
+VERDICT_ORDER = (
+    Verdict.FLAGGED,
+    Verdict.UNEXPLAINED,
+    Verdict.EXPLAINED,
+    Verdict.OK,
+    Verdict.NO_DATA,
+    Verdict.NO_TIMER,
+    Verdict.NO_NCU,
+)
+_RANK = {v: i for i, v in enumerate(VERDICT_ORDER)}
+
+#: rich styles of the terminal formats.
+VERDICT_STYLE = {
+    Verdict.OK: "green",
+    Verdict.EXPLAINED: "cyan",
+    Verdict.FLAGGED: "bold red",
+    Verdict.UNEXPLAINED: "bold magenta",
+}
+OTHER_STYLE = "yellow"
+
+#: Colours of the HTML report and its charts (CSS class = the verdict's word, spaces as "-").
+VERDICT_COLOR = {
+    Verdict.OK: "#080",
+    Verdict.EXPLAINED: "#077",
+    Verdict.FLAGGED: "#b00",
+    Verdict.UNEXPLAINED: "#a0a",
+}
+OTHER_COLOR = "#a60"
+
+#: Verdicts a reader must look at: their causes are listed in every format.
+TO_LOOK_AT = (Verdict.FLAGGED, Verdict.UNEXPLAINED)
+
+
+def verdict_text(v: Verdict) -> str:
+    """The word of a verdict (``ok``, ``explained``, ``flagged``, ``unexplained``, ``no timer``, ...)."""
+    return VERDICT_TEXT.get(v, str(getattr(v, "value", v)).replace("_", " "))
+
+
+def verdict_style(v: Verdict) -> str:
+    """The rich style of a verdict's word."""
+    return VERDICT_STYLE.get(v, OTHER_STYLE)
+
+
+def verdict_color(v: Verdict) -> str:
+    """The HTML colour of a verdict."""
+    return VERDICT_COLOR.get(v, OTHER_COLOR)
+
+
+def verdict_class(v: Verdict) -> str:
+    """The HTML class of a verdict: its word, ``-`` for spaces (``no-timer``)."""
+    return verdict_text(v).replace(" ", "-")
+
+
+def verdict_rank(v: Verdict) -> int:
+    """0 for the worst verdict (flagged); larger is better, unchecked ones last."""
+    return _RANK.get(v, len(VERDICT_ORDER))
+
+
+def verdict_counts(benchmarks: Sequence[BenchmarkResult]) -> dict[Verdict, int]:
+    """Benchmarks per verdict, in ``Verdict``'s order, verdicts no benchmark has left out."""
+    counts = dict.fromkeys(Verdict, 0)
+    for b in benchmarks:
+        counts[b.verdict] = counts.get(b.verdict, 0) + 1
+    return {v: n for v, n in counts.items() if n}
+
+
+def count_text(benchmarks: Sequence[BenchmarkResult]) -> str:
+    """``12 benchmarks: 7 ok, 3 explained, 1 flagged, 1 unexplained``."""
+    n = len(benchmarks)
+    parts = ", ".join(f"{k} {verdict_text(v)}" for v, k in verdict_counts(benchmarks).items())
+    return f"{n} benchmark{'' if n == 1 else 's'}" + (f": {parts}" if parts else "")
+
+
+def by_verdict(benchmarks: Sequence[BenchmarkResult]) -> list[BenchmarkResult]:
+    """Benchmarks worst verdict first (``VERDICT_ORDER``), the run's order kept within a verdict."""
+    return sorted(benchmarks, key=lambda b: verdict_rank(b.verdict))
+
+
+def worst_first(benchmarks: Sequence[BenchmarkResult]) -> list[BenchmarkResult]:
+    """Benchmarks worst verdict first, then by how far the ratio is from 1: the ones to show
+    when not all of them fit."""
+
+    def key(b: BenchmarkResult) -> tuple[int, float]:
+        off = abs(math.log(b.ratio)) if b.ratio and b.ratio > 0 and math.isfinite(b.ratio) else 0.0
+        return verdict_rank(b.verdict), -off
+
+    return sorted(benchmarks, key=key)
+
+
+def to_look_at(result: RunResult) -> list[BenchmarkResult]:
+    """The flagged and unexplained benchmarks, worst first: the ones whose causes are listed."""
+    return by_verdict([b for b in result.benchmarks if b.verdict in TO_LOOK_AT])
+
+
+def look_title(look: Sequence[BenchmarkResult]) -> str:
+    """``Flagged benchmarks``, ``Unexplained benchmarks`` or ``Flagged and unexplained benchmarks``."""
+    words = [verdict_text(v) for v in TO_LOOK_AT if any(b.verdict is v for b in look)]
+    return " and ".join(words).capitalize() + " benchmarks"
 
 
 def environment_items(result: RunResult) -> list[tuple[str, str]]:
@@ -122,3 +239,71 @@ def summary_numbers(b: BenchmarkResult) -> list[str]:
         clock_hz(b.ncu.sm_clock_hz if b.ncu else None),
         ratio(b.ratio),
     ]
+
+
+# ------------------------------------------------------------------ a merged run's shards
+
+#: Rows of the spread table shown in the terminal and in Markdown (the widest spreads first);
+#: the report JSON has every benchmark.
+TOP_SPREADS = 15
+
+
+def has_gpu_column(result: RunResult) -> bool:
+    """Whether the summary names the GPU of each benchmark (a merged run)."""
+    return any(b.gpu_uuid or b.shard is not None for b in result.benchmarks)
+
+
+def gpu_tag(b: BenchmarkResult, *, full: bool = False) -> str:
+    """The GPU a benchmark ran on: its UUID (short: ``GPU-…8e23aaed``, its last 8 digits, which
+    tell the GPUs of one box apart), else its shard."""
+    if b.gpu_uuid:
+        return b.gpu_uuid if full else short_uuid(b.gpu_uuid)
+    return f"shard {b.shard}" if b.shard is not None else "-"
+
+
+def short_uuid(uuid: str) -> str:
+    """``GPU-5c1c2662-50ec-2ab1-aa09-64c88e23aaed`` -> ``GPU-…8e23aaed``."""
+    return f"{uuid[:4]}…{uuid[-8:]}" if len(uuid) > 16 else uuid
+
+
+def percent(v: float | None) -> str:
+    """``12.3%``; ``-`` when unknown."""
+    return "-" if v is None or not math.isfinite(v) else f"{v:.1%}"
+
+
+def _unit_num(v: float | None, fmt: str, unit: str) -> str:
+    return "-" if v is None or not math.isfinite(v) else f"{v:{fmt}} {unit}"
+
+
+def shard_cells(s: ShardSummary) -> list[str]:
+    """The cells of one shard's row, in ``SHARD_HEADERS`` order."""
+    return [
+        str(s.index), s.status, s.gpu_uuid or "-", s.host or "-", str(s.benchmarks), clock_hz(s.sm_clock_hz),
+        _unit_num(s.temperature_c, ".0f", "C"), _unit_num(s.power_limit_w, ".0f", "W"), _unit_num(s.wall_s, ".1f", "s"),
+    ]  # fmt: skip
+
+
+SHARD_HEADERS = ["shard", "status", "GPU", "host", "benchmarks", "SM clock", "max temp", "power limit", "wall"]
+
+
+def spread_rows(v: GpuVariance, limit: int | None) -> list[GpuSpread]:
+    """The variance rows, widest spread first (the first ``limit``; all when None)."""
+    rows = sorted(v.spreads, key=lambda s: -(s.spread or 0.0))
+    return rows if limit is None else rows[:limit]
+
+
+def variance_line(v: GpuVariance) -> str:
+    """One line on the GPU-to-GPU spread of a replicated run."""
+    return (
+        f"{len(v.spreads)} benchmark(s) on {len(v.gpus)} GPUs ({v.metric} medians): spread median "
+        f"{percent(v.median_spread)}, largest {percent(v.max_spread)}; spread = (slowest - fastest) / median"
+    )
+
+
+def slow_lines(v: GpuVariance) -> list[str]:
+    """The GPUs found slower, or one line saying none is."""
+    if v.slow:
+        return [s.message for s in v.slow]
+    tail = f" ({v.note})" if v.note else ""
+    return [f"no GPU is consistently slower (sign test at alpha {v.alpha:g}, at least {v.threshold:.0%} slower){tail}"]
+

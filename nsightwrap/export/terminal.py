@@ -1,29 +1,48 @@
-"""Terminal report (rich): one row per benchmark, then the flagged ones with their causes.
+"""Every terminal view (rich), one per result kind: the run report, a comparison, a device file.
 
-The summary table fits the console: a number never wraps inside itself. When the full table
-(units in every cell) is too wide, units move to the caption, and then the columns that matter
-least to the verdict are left out, in ``DROP_ORDER``, and named under the table.
+Run report: a count line, one row per benchmark (worst first), then the flagged and unexplained
+ones with their causes and gap line, the notes, the shards of a merged run, the roofline and the
+energy tables. The summary table fits the console: a number never wraps inside itself. When the
+full table (units in every cell) is too wide, units move to the caption, and then the columns that
+matter least to the verdict are left out, in ``DROP_ORDER``, and named under the table.
+
+Names are printed as ``Text`` (never markup: they hold ``[`` and ``]``) after ``terminal_safe``.
 """
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from nsightwrap.analysis.model import BenchmarkResult, RunResult, Verdict
+from nsightwrap.analysis.model import BenchmarkResult, RunResult
+from nsightwrap.analysis.model import Verdict as Reconcile
+from nsightwrap.compare.verdicts import Comparison, Reason, Verdict
+from nsightwrap.device.result import GROUPS, DeviceFile
+from nsightwrap.export import device_text as t
+from nsightwrap.export import gap_text as g
+from nsightwrap.export import power_fmt as pf
 from nsightwrap.export import reportfmt as f
-from nsightwrap.export import shards
-from nsightwrap.export.gap_terminal import print_gap_line
-from nsightwrap.export.power_terminal import print_power
+from nsightwrap.export.compare_text import (
+    ENERGY_WORD,
+    energy_summary,
+    fmt_change,
+    fmt_energy,
+    fmt_spread,
+    reconcile_pair,
+    settings_line,
+    summary,
+)
+from nsightwrap.export.escape import terminal_safe
+from nsightwrap.export.registry import exporter
 from nsightwrap.export.roofline_terminal import print_roofline
-
-_STYLE = {Verdict.OK: "green", Verdict.FLAGGED: "bold red"}
 
 #: Columns left out, first to last, while the table is wider than the console. ncu's raw time
 #: and clock only explain the normalization (the flagged section repeats the raw ratio).
@@ -66,13 +85,13 @@ def _cell(col: _Column, b: BenchmarkResult, compact: bool) -> str:
 def _layout(result: RunResult, width: int | None) -> tuple[bool, tuple[_Column, ...]]:
     """Whether units go to the caption, and which numeric columns fit in ``width``."""
     names = [f.label(b) for b in result.benchmarks]
-    verdicts = [f.VERDICT_TEXT[b.verdict] for b in result.benchmarks]
+    verdicts = [f.verdict_text(b.verdict) for b in result.benchmarks]
     # The name column may fold, but not below the longest word-free stretch a reader needs.
     name_w = min(max([len("benchmark"), *map(len, names)]), 24)
     verdict_w = max([len("verdict"), *map(len, verdicts)])
 
     def needed(cols: tuple[_Column, ...], compact: bool) -> int:
-        widths = [name_w, verdict_w] + ([len("GPU-…00000000")] if shards.has_gpu_column(result) else [])
+        widths = [name_w, verdict_w] + ([len("GPU-…00000000")] if f.has_gpu_column(result) else [])
         for c in cols:
             head = c.compact if compact else c.name
             widths.append(max([*map(len, head.split("\n")), *(len(_cell(c, b, compact)) for b in result.benchmarks)]))
@@ -92,27 +111,9 @@ def _layout(result: RunResult, width: int | None) -> tuple[bool, tuple[_Column, 
 #: Rows the terminal table shows at most; a 1,000-benchmark run opens with its worst, not all.
 MAX_ROWS = 50
 
-# Worst first: what a reader must act on before what agrees.
-_RANK = {"flagged": 0, "unexplained": 0, "no_data": 1, "no_timer": 2, "no_ncu": 2, "explained": 3, "ok": 4}
-
-
-def worst_first(benchmarks: tuple[BenchmarkResult, ...]) -> list[BenchmarkResult]:
-    """Benchmarks ordered worst verdict first, then by how far the ratio is from 1; stable."""
-
-    def key(b: BenchmarkResult) -> tuple[int, float]:
-        off = abs(math.log(b.ratio)) if b.ratio and b.ratio > 0 else 0.0
-        return _RANK.get(str(b.verdict.value), 1), -off
-
-    return sorted(benchmarks, key=key)
-
-
 def count_line(result: RunResult) -> Text:
-    """``N benchmarks: a ok, b flagged, ...``: the first line of the terminal report."""
-    counts: dict[str, int] = {}
-    for b in result.benchmarks:
-        counts[str(b.verdict.value)] = counts.get(str(b.verdict.value), 0) + 1
-    parts = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: _RANK.get(kv[0], 1)))
-    return Text(f"{len(result.benchmarks)} benchmarks" + (f": {parts}" if parts else ""), style="bold")
+    """``N benchmarks: a ok, b explained, ...``: the first line of the terminal report."""
+    return Text(f.count_text(result.benchmarks), style="bold")
 
 
 def summary_table(result: RunResult, width: int | None = None, max_rows: int | None = None) -> Table:
@@ -128,9 +129,9 @@ def summary_table(result: RunResult, width: int | None = None, max_rows: int | N
     left_out = [c.name for c in _NUMERIC if c not in cols]
     if left_out:
         caption.append(f"not shown at this width: {', '.join(left_out)} (see --format md)")
-    rows: list[BenchmarkResult] | tuple[BenchmarkResult, ...] = result.benchmarks
+    rows = f.by_verdict(result.benchmarks)  # worst verdict first
     if max_rows is not None and len(rows) > max_rows:
-        rows = worst_first(result.benchmarks)[:max_rows]
+        rows = f.worst_first(result.benchmarks)[:max_rows]
         caption.append(
             f"the worst {max_rows} of {len(result.benchmarks)} benchmarks shown; "
             f"{len(result.benchmarks) - max_rows} left out (all of them: --format md, json or html)"
@@ -143,19 +144,18 @@ def summary_table(result: RunResult, width: int | None = None, max_rows: int | N
     )
     # The benchmark name folds when the terminal is narrow; numbers and verdicts never wrap.
     t.add_column("benchmark", overflow="fold", min_width=9)
-    gpu = shards.has_gpu_column(result)  # a merged run: the GPU each benchmark ran on
+    gpu = f.has_gpu_column(result)  # a merged run: the GPU each benchmark ran on
     if gpu:
         t.add_column("GPU", no_wrap=True)
     for c in cols:
         t.add_column(c.compact if compact else c.name, justify="right", no_wrap=True)
     t.add_column("verdict", no_wrap=True)
     for b in rows:
-        style = _STYLE.get(b.verdict, "yellow")
         t.add_row(
             Text(f.label(b)),  # Text, never markup: names hold "[" and "]"
-            *([Text(shards.gpu_tag(b))] if gpu else []),
+            *([Text(f.gpu_tag(b))] if gpu else []),
             *(_cell(c, b, compact) for c in cols),
-            Text(f.VERDICT_TEXT[b.verdict], style=style),
+            Text(f.verdict_text(b.verdict), style=f.verdict_style(b.verdict)),
         )
     return t
 
@@ -182,19 +182,29 @@ def _labelled(label: Text | str, text: Text, indent: int) -> Padding:
     return Padding(g, (0, 0, 0, indent))
 
 
-def print_report(result: RunResult, console: Console) -> None:
-    """Print the summary table, the causes of every flagged benchmark, and the notes."""
+#: Flagged and unexplained benchmarks whose causes the terminal report prints at most (the worst).
+MAX_DETAILS = 20
+
+
+def print_report(
+    result: RunResult, console: Console, *, max_rows: int = MAX_ROWS, max_details: int = MAX_DETAILS
+) -> None:
+    """Print the count line, the summary table (worst first, at most ``max_rows``), the causes of
+    the worst ``max_details`` flagged and unexplained benchmarks, and the notes (of the benchmarks
+    shown); a line says what was left out."""
     console.print(count_line(result))
-    console.print(summary_table(result, console.width, MAX_ROWS))
+    console.print(summary_table(result, console.width, max_rows))
     s = result.settings
     console.print(
         Text(f"tolerance {s.tolerance:.0%}, reference clock: {s.clock_ref}; ratio = timer / ncu at the reference clock"),
         style="dim",
     )
-    shards.print_shards(result, console)
-    for b in result.flagged:
+    print_shards(result, console)
+    look = f.to_look_at(result)
+    shown = look if len(look) <= max_details else f.worst_first(look)[:max_details]
+    for b in shown:
         console.print()
-        console.print(Text.assemble((f.label(b), "bold red"), f": ratio {f.ratio(b.ratio)} (raw {f.ratio(b.ratio_raw)})"))
+        console.print(Text.assemble((f.label(b), f.verdict_style(b.verdict)), f" ({f.verdict_text(b.verdict)})", f": ratio {f.ratio(b.ratio)} (raw {f.ratio(b.ratio_raw)})"))
         print_gap_line(b, console)
         for c in b.causes:
             console.print(_labelled(Text(f"{c.code.value}:", style="bold"), Text(c.message), 2))
@@ -203,10 +213,213 @@ def print_report(result: RunResult, console: Console) -> None:
             if ev:
                 console.print(_labelled("evidence:", Text("\n".join(ev)), 4), style="dim")
             console.print(_labelled("fix:", Text(c.fix), 4))
-    notes = [("run", n) for n in result.notes] + [(f.label(b), n) for b in result.benchmarks for n in b.notes]
+    if len(shown) < len(look):
+        console.print()
+        console.print(Text(f"the causes of the worst {len(shown)} of {len(look)} flagged or unexplained benchmarks shown; "
+                           f"all of them: --format md --full, json or html"), style="bold")  # fmt: skip
+    # Notes of the benchmarks in the table (a 1,000-benchmark run's table shows its worst only).
+    in_table = list(result.benchmarks) if len(result.benchmarks) <= max_rows else f.worst_first(result.benchmarks)[:max_rows]
+    notes = [("run", n) for n in result.notes] + [(f.label(b), n) for b in in_table for n in b.notes]
     if notes:
         console.print()
         for who, n in notes:
             console.print(_labelled(f"note: {who}:", Text(n), 0), style="dim")
+    left = sum(len(b.notes) for b in result.benchmarks) - sum(len(b.notes) for b in in_table)
+    if left:
+        console.print(Text(f"{left} notes of the benchmarks not in the table left out (--format md --full has them)"), style="dim")
     print_roofline(result, console)
     print_power(result, console)
+
+
+# ------------------------------------------------------------------ gap, energy, shards
+
+
+def print_gap_line(b: BenchmarkResult, console: Console, indent: int = 2) -> None:
+    """``gap +0.99 us = front end + events +1.20 us, clock -0.04 us; residual -0.18 us``."""
+    if b.gap is None:
+        return
+    console.print(Text(" " * indent + g.compact(b.gap)), style="bold", soft_wrap=False, overflow="fold")
+
+
+def print_power(result: RunResult, console: Console) -> None:
+    """Energy per call, power, temperature and throttling per benchmark; nothing without NVML figures."""
+    benches = pf.with_power(result)
+    if not benches:
+        return
+    t = Table(title=Text("energy and power (NVML)"), title_justify="left")
+    t.add_column(pf.HEADERS[0], overflow="fold", min_width=9)
+    for h in pf.HEADERS[1:]:
+        t.add_column(h, justify="left" if h == "throttled by" else "right", overflow="fold")
+    for b in benches:
+        cells = pf.row(b)
+        t.add_row(*(Text(c) for c in cells))  # Text, never markup: names hold "[" and "]"
+    console.print()
+    console.print(t)
+    console.print(Text(pf.METHOD_NOTE), style="dim")
+    for who, note in pf.notes(result):
+        console.print(Text(f"note: {who}: {note}"), style="dim")
+
+
+def print_shards(result: RunResult, console: Console) -> None:
+    """The shards table and, for a replicated run, the GPU-to-GPU variance."""
+    if not result.shards:
+        return
+    t = Table(title=Text(f"shards ({len(result.shards)})"), title_justify="left")
+    for h in f.SHARD_HEADERS:
+        t.add_column(h, no_wrap=h not in ("GPU", "host"), overflow="fold")
+    for s in result.shards:
+        style = "green" if s.status == "complete" else "bold red"
+        cells = f.shard_cells(s)
+        t.add_row(cells[0], Text(cells[1], style=style), *(Text(c) for c in cells[2:]))
+    console.print()
+    console.print(t)
+    for s in result.shards:
+        if s.message:
+            console.print(Text.assemble((f"shard {s.index}: ", "bold red"), s.message))
+    v = result.gpu_variance
+    if v is None:
+        return
+    console.print()
+    vt = Table(title=Text("GPU-to-GPU variance"), caption=f.variance_line(v), title_justify="left", caption_justify="left")
+    for h in ("benchmark", "fastest", "slowest", "spread", "slowest GPU"):
+        vt.add_column(h, justify="left" if h in ("benchmark", "slowest GPU") else "right", no_wrap=h != "benchmark")
+    for sp in f.spread_rows(v, f.TOP_SPREADS):
+        med = sp.medians_ns
+        vt.add_row(
+            Text(sp.benchmark), f.time_ns(med.get(sp.fastest or "")), f.time_ns(med.get(sp.slowest or "")),
+            f.percent(sp.spread), Text(f.short_uuid(sp.slowest or "-")),
+        )  # fmt: skip
+    console.print(vt)
+    for line in f.slow_lines(v):
+        console.print(Text(line, style="bold red" if v.slow else "green"))
+
+
+# ------------------------------------------------------------------ compare
+
+#: Styles of the compare verdicts (time; energy uses the same: more energy is the regression).
+_COMPARE_STYLE = {
+    Verdict.SAME: "green",
+    Verdict.FASTER: "bold cyan",
+    Verdict.SLOWER: "bold red",
+    Verdict.AMBIGUOUS: "yellow",
+}
+
+
+def compare_table(c: Comparison) -> Group:
+    """The comparison as a renderable: header, one row per benchmark, summary."""
+    table = Table(title=Text(terminal_safe(f"{c.baseline} -> {c.current}")), title_justify="left")
+    for col in ("benchmark", "verdict", "baseline median [min, Q3]", "current median [min, Q3]"):
+        table.add_column(col, overflow="fold")
+    table.add_column("time change [CI]")
+    table.add_column("cycles change [CI]")
+    table.add_column("reason", overflow="fold")
+    if c.reconcile:  # each side's own reconcile verdict, in the report's words
+        table.add_column("reconcile (baseline -> current)", no_wrap=True)
+    notes: list[RenderableType] = []
+    for v in c.verdicts:
+        table.add_row(
+            # Text objects: benchmark names may hold '[...]', which rich would read as markup.
+            Text(terminal_safe(v.key)),
+            Text(v.verdict.value, style=_COMPARE_STYLE[v.verdict]),
+            Text(fmt_spread(v, "baseline")),
+            Text(fmt_spread(v, "current")),
+            Text(fmt_change(v.ratio)),
+            Text(fmt_change(v.cycles_ratio)),
+            Text(v.reason.value),
+            *([_reconcile_cell(c, v.key)] if c.reconcile else []),
+        )
+        if v.reason is not Reason.WITHIN_THRESHOLD:
+            notes.append(Text.assemble((f"{v.verdict.value} ", _COMPARE_STYLE[v.verdict]), terminal_safe(f"{v.key}: {v.message}")))
+    lines: list[RenderableType] = [table, *notes, Text(summary(c)), Text(settings_line(c), style="dim")]
+    lines += energy_table(c)
+    if c.added:
+        lines.append(Text("added (only in current): " + ", ".join(map(terminal_safe, c.added))))
+    if c.removed:
+        lines.append(Text("removed (only in baseline): " + ", ".join(map(terminal_safe, c.removed))))
+    return Group(*lines)
+
+
+def _reconcile_cell(c: Comparison, key: str) -> Text:
+    """``ok -> flagged``, each word in its verdict's style."""
+    words = reconcile_pair(c, key)
+    styles = [f.verdict_style(Reconcile(v)) if v in _RECONCILE_VALUES else "dim" for v in c.reconcile.get(key, (None, None))]
+    return Text.assemble((words[0], styles[0]), " -> ", (words[1], styles[1]))
+
+
+_RECONCILE_VALUES = {v.value for v in Reconcile}
+
+
+def energy_table(c: Comparison) -> list[Any]:
+    """Renderables for the terminal table (a title-led table and its summary), or []."""
+    if not c.energy:
+        return []
+    tab = Table(title=Text("energy per call (NVML energy counter, one sample per block of the energy window)"),
+                title_justify="left")  # fmt: skip
+    for col in ("benchmark", "energy", "baseline median [min, Q3]", "current median [min, Q3]", "change [CI]", "reason"):
+        tab.add_column(col, overflow="fold")
+    for v in c.energy:
+        tab.add_row(Text(v.key), Text(ENERGY_WORD[v.verdict], style=_COMPARE_STYLE[v.verdict]), Text(fmt_energy(v.baseline)),
+                    Text(fmt_energy(v.current)), Text(fmt_change(v.ratio)), Text(v.reason.value))  # fmt: skip
+    notes = [Text.assemble((f"{ENERGY_WORD[v.verdict]} ", _COMPARE_STYLE[v.verdict]), f"{v.key}: {v.message}")
+             for v in c.energy if v.verdict is not Verdict.SAME]  # fmt: skip
+    return [tab, *notes, Text(energy_summary(c))]
+
+
+# ------------------------------------------------------------------ device file
+
+def _device_table(title: str, headers: list[str], rows: list[list[str]], left: int = 1) -> Table:
+    tab = Table(title=Text(title), title_justify="left")
+    for i, h in enumerate(headers):
+        last = i == len(headers) - 1
+        tab.add_column(h, justify="left" if i < left or last else "right", no_wrap=not last, overflow="fold")
+    for r in rows:
+        tab.add_row(*(Text(c) for c in r))  # Text, never markup
+    return tab
+
+
+def print_device(dev: DeviceFile, console: Console) -> None:
+    """Print every measured ceiling, the curves and the roofs with their ridge points."""
+    console.print(Text(f"nsightwrap device: {t.heading(dev)}", style="bold"))
+    for w in dev.warnings:
+        console.print(Text(f"warning: {w}", style="yellow"))
+    for grp in GROUPS:
+        rows = t.rows(dev, grp)
+        if rows:
+            console.print(_device_table(t.GROUP_TITLES[grp], t.ROW_HEADERS, rows))
+    if dev.bandwidth_curve:
+        console.print(_device_table("Copy bandwidth against transfer size (L2 flushed)", t.CURVE_HEADERS, t.curve_rows(dev)))
+    if dev.latency_curve:
+        console.print(_device_table("Pointer-chase latency against working set", t.LATENCY_HEADERS, t.latency_rows(dev)))
+    roofs = t.roofs_of(dev)
+    if roofs.peaks or roofs.memory_bytes_per_s:
+        console.print(_device_table(
+            f"Roofs: memory {t.rate(roofs.memory_bytes_per_s, 'B/s')} ({roofs.memory_name or '-'})",
+            t.RIDGE_HEADERS, t.ridge_rows(roofs),
+        ))  # fmt: skip
+
+
+# ------------------------------------------------------------------ the protocol
+
+
+def _text(print_to: Callable[[Console], None], width: int) -> str:
+    console = Console(record=True, width=width, file=io.StringIO(), highlight=False)
+    print_to(console)
+    return console.export_text()
+
+
+@exporter("report", "terminal")
+def report_plain(result: RunResult, width: int = 160) -> str:
+    """The terminal report as plain text at ``width`` columns (``report -f table -o FILE``)."""
+    return _text(lambda c: print_report(result, c), width)
+
+
+@exporter("compare", "terminal")
+def compare_plain(c: Comparison, width: int = 200) -> str:
+    """The compare table as plain text (``compare -f table -o FILE``)."""
+    return _text(lambda con: con.print(compare_table(c)), width)
+
+
+@exporter("device", "terminal")
+def device_plain(dev: DeviceFile, width: int = 160) -> str:
+    """The device tables as plain text."""
+    return _text(lambda c: print_device(dev, c), width)

@@ -1,4 +1,4 @@
-"""``nsightwrap compare --format junit``: JUnit XML for CI test reports (lxml).
+"""JUnit XML for CI test reports (lxml): ``nsightwrap compare --format junit``.
 
 One testcase per benchmark: SLOWER is a failure, AMBIGUOUS is skipped with its reason, SAME and
 FASTER pass. Benchmarks found on one side only are skipped testcases saying so.
@@ -9,14 +9,15 @@ from __future__ import annotations
 from lxml import etree
 
 from nsightwrap.compare.verdicts import Comparison, Verdict
-from nsightwrap.export.compare_energy import energy_properties
-from nsightwrap.export.compare_text import fmt_change, fmt_geomean, summary
+from nsightwrap.export.compare_text import fmt_change, fmt_geomean, reconcile_pair, summary
 from nsightwrap.export.escape import xml_safe as _x
+from nsightwrap.export.registry import exporter
 
 SUITE = "nsightwrap.compare.verdicts"
 
 
-def to_junit(c: Comparison) -> bytes:
+@exporter("compare", "junit")
+def compare_junit(c: Comparison) -> bytes:
     """The comparison as a JUnit XML document (UTF-8 bytes)."""
     counts = c.counts()
     one_sided = len(c.added) + len(c.removed)
@@ -51,6 +52,7 @@ def to_junit(c: Comparison) -> bytes:
             ("change", fmt_change(v.ratio)),
             ("cycles_change", fmt_change(v.cycles_ratio)),
             *energy.get(v.key, []),
+            *_reconcile(c, v.key),
         ):
             etree.SubElement(cprops, "property", name=name, value=_x(value))
         if v.verdict is Verdict.SLOWER:
@@ -66,3 +68,17 @@ def to_junit(c: Comparison) -> bytes:
         case = etree.SubElement(suite, "testcase", classname=SUITE, name=_x(key), time="0")
         etree.SubElement(case, "skipped", message=msg)
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+
+
+def _reconcile(c: Comparison, key: str) -> list[tuple[str, str]]:
+    """Each side's reconcile verdict (the report's words), where the inputs carry one."""
+    if key not in c.reconcile:
+        return []
+    base, cur = reconcile_pair(c, key)
+    return [("baseline_reconcile", base), ("current_reconcile", cur)]
+
+
+def energy_properties(c: Comparison) -> dict[str, list[tuple[str, str]]]:
+    """Per benchmark key, the JUnit properties of its energy verdict."""
+    return {v.key: [("energy_verdict", v.verdict.value), ("energy_reason", v.reason.value),
+                    ("energy_change", fmt_change(v.ratio))] for v in c.energy}  # fmt: skip

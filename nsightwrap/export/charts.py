@@ -1,0 +1,179 @@
+"""Every matplotlib chart of the HTML views as inline SVG (no script, font or style fetched): a
+benchmark's timings side by side, the plain pass's SM clock, a gap's waterfall, the energy timeline.
+The roofline and device curves are ``roofline_chart``'s. Charts draw numbers they are given.
+
+Names are data, not TeX (``text.parse_math`` off), and SVG text stays text (small, searchable).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+from nsightwrap.analysis.model import BenchmarkResult, RunResult
+from nsightwrap.export import gap_text as g
+from nsightwrap.export import power_fmt as pf
+from nsightwrap.export import reportfmt as f
+
+# One colour per source, the same in every chart even when a source is missing.
+BAR_COLORS = {"timer": "#4c72b0", "ncu raw": "#dd8452", "ncu @ref": "#c44e52", "nsys kernels": "#55a868", "nsys busy": "#8172b3"}
+#: Waterfall bars: the timing longer than ncu, shorter, the residual, the whole gap.
+WATERFALL_COLORS = {"up": "#c44e52", "down": "#55a868", "residual": "#9a9a9a", "total": "#4c72b0"}
+#: Benchmarks named above the energy timeline at most (their spans are shaded all the same).
+LABELLED_SPANS = 24
+_SHADES = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    # Names are data, not TeX: never parse "$...$"; keep SVG text as text (small, searchable).
+    plt.rcParams.update({"text.parse_math": False, "svg.fonttype": "none", "font.size": 9})
+    return plt
+
+
+def _svg(fig: Any) -> str:
+    # Saved, then closed: pyplot keeps every open figure alive.
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    _plt().close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg") :]
+
+
+def bar_chart(b: BenchmarkResult) -> str | None:
+    """Timer, ncu and nsys medians of one benchmark side by side, titled with its verdict."""
+    pairs = [
+        ("timer", b.timer.median_ns if b.timer else None),
+        ("ncu raw", b.ncu.median_ns if b.ncu else None),
+        ("ncu @ref", b.ncu.normalized_ns if b.ncu else None),
+        ("nsys kernels", b.nsys.median_ns if b.nsys else None),
+        ("nsys busy", b.nsys.busy_median_ns if b.nsys else None),
+    ]
+    values = [v if v is not None and math.isfinite(v) else None for _, v in pairs]
+    known = [v for v in values if v is not None]
+    if not known:
+        return None
+    top = max(known) / 1e3 or 1.0
+    plt = _plt()
+    # Horizontal bars, every source on its own row even when missing (labelled, not dropped),
+    # with the value written at the bar's end: the numbers are read, not guessed from an axis.
+    fig, ax = plt.subplots(figsize=(4.2, 1.9))
+    rows = range(len(pairs))
+    ax.barh(rows, [(v or 0.0) / 1e3 for v in values], color=[BAR_COLORS[k] for k, _ in pairs], height=0.7)
+    for y, v in zip(rows, values, strict=True):
+        text = "no data" if v is None else f.time_ns(v)
+        ax.text((v or 0.0) / 1e3 + top * 0.02, y, text, va="center", fontsize=8, color="#333" if v is not None else "#999")
+    ax.set_yticks(list(rows), [k for k, _ in pairs])
+    ax.invert_yaxis()
+    ax.set_xlim(0, top * 1.45)
+    ax.set_xlabel("us, median per iteration")
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.set_title(
+        f"{f.label(b)}: {f.verdict_text(b.verdict)}" + (f", ratio {f.ratio(b.ratio)}" if b.ratio is not None else ""),
+        fontsize=9,
+        loc="left",
+        color=f.verdict_color(b.verdict),
+    )
+    return _svg(fig)
+
+
+def clock_chart(result: RunResult) -> str | None:
+    """The SM clock of the plain pass against time (nvidia-smi samples), or None without any."""
+    if not result.clock_trace:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 2.4))
+    ax.plot([c.t_s for c in result.clock_trace], [c.sm_clock_hz / 1e9 for c in result.clock_trace], lw=1)
+    ax.set_xlabel("seconds into the plain pass")
+    ax.set_ylabel("SM clock (GHz)")
+    ax.set_title("SM clock during the plain pass (nvidia-smi samples)", fontsize=9)
+    ax.grid(alpha=0.3)
+    return _svg(fig)
+
+
+def waterfall_svg(b: BenchmarkResult) -> str | None:
+    """The waterfall of ``b``'s gap: each part from where the previous one ended, the residual,
+    then the whole gap from zero; None without a decomposition."""
+    gap = b.gap
+    if gap is None:
+        return None
+    rows: list[tuple[str, float, float, str]] = []  # label, start (us), length (us), colour key
+    at = 0.0
+    for p in gap.parts:
+        if abs(p.ns) < 5:
+            continue  # a measured zero: listed in the table, no bar
+        rows.append((g.label(p), at, p.ns / 1e3, "up" if p.ns > 0 else "down"))
+        at += p.ns / 1e3
+    rows.append(("residual", at, gap.residual_ns / 1e3, "residual"))
+    rows.append(("timer - ncu", 0.0, gap.total_ns / 1e3, "total"))
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 0.42 * len(rows) + 0.9))
+    ys = list(range(len(rows)))
+    ax.barh(
+        ys, [r[2] for r in rows], left=[r[1] for r in rows], color=[WATERFALL_COLORS[r[3]] for r in rows], height=0.6
+    )
+    lo = min(0.0, *(min(r[1], r[1] + r[2]) for r in rows))
+    hi = max(0.0, *(max(r[1], r[1] + r[2]) for r in rows))
+    pad = (hi - lo) * 0.02 or 0.01
+    for y, (_, start, length, _) in zip(ys, rows, strict=True):
+        end = start + length
+        ax.text(
+            (max(start, end) + pad) if length >= 0 else (min(start, end) - pad),
+            y,
+            g.signed_us(length * 1e3),
+            va="center",
+            ha="left" if length >= 0 else "right",
+            fontsize=8,
+        )
+    ax.axvline(0, color="#444", lw=0.8)
+    ax.set_yticks(ys, [r[0] for r in rows])
+    ax.invert_yaxis()
+    span = hi - lo or 1.0
+    ax.set_xlim(lo - 0.3 * span, hi + 0.3 * span)
+    ax.set_xlabel("us per call (positive: the timing is longer than ncu)")
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.set_title(f"{f.label(b)}: {g.headline(gap)}", fontsize=9, loc="left")
+    return _svg(fig)
+
+
+def has_timeline(result: RunResult) -> bool:
+    """Whether ``timeline_svg`` draws a chart (it needs power or temperature samples)."""
+    trace = result.clock_trace
+    return bool(trace) and any(c.power_w is not None or c.temperature_c is not None for c in trace)
+
+
+def timeline_svg(result: RunResult) -> str | None:
+    """SM clock, power and temperature against time in the plain pass, or None without samples."""
+    trace = result.clock_trace
+    if not has_timeline(result):
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(3, 1, figsize=(9, 4.6), sharex=True)
+    t = [c.t_s for c in trace]
+    series = (
+        ([c.sm_clock_hz / 1e9 for c in trace], "SM clock (GHz)", "#4c72b0"),
+        ([c.power_w if c.power_w is not None else float("nan") for c in trace], "power (W)", "#c44e52"),
+        ([c.temperature_c if c.temperature_c is not None else float("nan") for c in trace], "GPU temp (C)", "#dd8452"),
+    )
+    for ax, (ys, label, color) in zip(axes, series, strict=True):
+        ax.plot(t, ys, lw=1, color=color)
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    spans = [(b, b.power) for b in result.benchmarks if b.power is not None and b.power.t_start_s is not None]
+    for i, (b, p) in enumerate(spans):
+        assert p is not None and p.t_start_s is not None and p.t_end_s is not None
+        for ax in axes:
+            ax.axvspan(p.t_start_s, p.t_end_s, color=_SHADES[i % len(_SHADES)], alpha=0.12, lw=0)
+        if len(spans) <= LABELLED_SPANS:  # beyond, names would pile up (and cost a text each)
+            axes[0].text(p.t_start_s, 1.02, pf.row(b)[0], transform=axes[0].get_xaxis_transform(), fontsize=7,
+                         rotation=30, va="bottom", ha="left")  # fmt: skip
+    # The caption promises shading only where some was drawn.
+    shaded = "; shaded: each benchmark's timed samples and energy window" if spans else ""
+    axes[-1].set_xlabel(f"seconds into the plain pass (nvidia-smi samples{shaded})")
+    fig.tight_layout()
+    return _svg(fig)
