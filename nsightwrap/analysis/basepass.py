@@ -43,13 +43,15 @@ def base_pass_unneeded(result: RunResult, gap: float = BASE_CLOCK_GAP) -> str | 
     )
 
 
-def check_run(run_dir: Path, manifest: Mapping[str, Any]) -> str | None:
+def check_run(run_dir: Path, manifest: Mapping[str, Any], read_ncu: Any = None) -> str | None:
     """``base_pass_unneeded`` of the run as it stands (``nsightwrap profile`` asks before the base
-    pass). A run the analysis cannot read yet gets the pass (None)."""
+    pass; ``read_ncu``: the ncu report reader, the CLI's runs in a child process so that a crash of
+    the native reader cannot take the profile down). A run the analysis cannot read yet gets the
+    pass (None)."""
     from nsightwrap.analysis.load import analyze
 
     try:
-        result = analyze(run_dir, manifest=manifest)
+        result = analyze(run_dir, manifest=manifest, **({"read_ncu": read_ncu} if read_ncu else {}))
     except Exception:  # noqa: BLE001 - whatever the reason, the pass then runs: never less data
         return None
     return base_pass_unneeded(result)

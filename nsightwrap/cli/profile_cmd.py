@@ -65,8 +65,9 @@ def _base_pass_choice(value: str) -> str:
 def _base_check(root: Path, manifest: dict[str, Any]) -> str | None:
     """Before the base pass: why it is not needed, or None (analysis/basepass.py)."""
     from nsightwrap.analysis.basepass import check_run
+    from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
-    return check_run(root, manifest)
+    return check_run(root, manifest, read_ncu_rep_isolated)
 
 
 #: Seconds between two heartbeat lines of a pass without a terminal (``NSIGHTWRAP_HEARTBEAT_S``).

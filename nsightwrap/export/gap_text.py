@@ -17,6 +17,7 @@ from nsightwrap.export import reportfmt as f
 LABELS = {
     "clock": "clock",
     "cache_state": "cache state",
+    "warm_up": "warm-up (first use)",
     "front_end": "front end + events",
     "launch_overhead": "host stalls (launch-bound)",
     "gaps": "gaps between ops",
