@@ -61,11 +61,16 @@ def _clean_env() -> dict[str, str]:
     return {k: "" for k in os.environ if k.startswith("NSIGHTWRAP_")}
 
 
+def _pythonpath() -> str:
+    """This checkout first, then what the caller had (where nvtx or ncu_report may be installed)."""
+    return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+
+
 def _verdicts(run_dir: Path, timeout: float | None) -> dict[str, str] | None:
     """{benchmark: verdict} of a run directory, from its JSON report; None when it cannot be read."""
     try:
         cp = subprocess.run([sys.executable, "-m", "nsightwrap", "report", str(run_dir), "--format", "json"],
-                            capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+                            capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": _pythonpath()})  # fmt: skip
         doc = json.loads(cp.stdout)
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError):
         return None
@@ -76,7 +81,7 @@ def _profile(name: str, target: list[str], work: Path, args: list[str], timeout:
     run_dir = work / name
     shutil.rmtree(run_dir, ignore_errors=True)
     prof_argv = [sys.executable, "-m", "nsightwrap", "profile", "-o", str(run_dir), *args, *target]
-    row = _timed(prof_argv, {"PYTHONPATH": str(REPO)}, work / f"{name}.log", timeout)
+    row = _timed(prof_argv, {"PYTHONPATH": _pythonpath()}, work / f"{name}.log", timeout)
     passes: list[dict[str, Any]] = []
     manifest: dict[str, Any] = {}
     mpath = run_dir / "manifest.json"

@@ -28,7 +28,7 @@ def test_profile_of_the_gemm_sweep_within_3x_plain(tmp_path: Path) -> None:
     t0 = time.perf_counter()
     cp = subprocess.run(
         [sys.executable, "-m", "nsightwrap", "profile", "-o", str(run), str(EXAMPLE)],
-        capture_output=True, text=True, timeout=900, cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=900, cwd=tmp_path, env={**env, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)},
     )  # fmt: skip
     whole = time.perf_counter() - t0
     assert cp.returncode == 0, cp.stderr[-3000:]
