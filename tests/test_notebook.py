@@ -195,7 +195,7 @@ def test_full_html_is_the_html_report(run: nw.Run, tmp_path: Path, monkeypatch, 
     assert exc.value.code in (0, None), capsys.readouterr().err
     html = run.full_html()
     assert html == out.read_text(encoding="utf-8")
-    from nsightwrap.export.roofline_html import roofline_html
+    from nsightwrap.export.html import roofline_html
 
     # a bar chart per benchmark, the clock trace, a waterfall per flagged benchmark, the roofline
     svgs = len(run.benchmarks) + 1 + len(run.flagged) + "".join(roofline_html(run.result)).count("<svg")

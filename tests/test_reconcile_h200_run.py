@@ -407,7 +407,7 @@ def test_markdown_tables_hold_their_shape(result: RunResult) -> None:
     md = render_markdown(result)
     blocks = _table_blocks(md)
     # summary, environment, one per benchmark with ncu kernels, one gap decomposition per benchmark
-    from nsightwrap.export.roofline_markdown import roofline_markdown
+    from nsightwrap.export.markdown import roofline_markdown
 
     roofline = len(_table_blocks("\n".join(roofline_markdown(result))))
     assert len(blocks) == 1 + 1 + 6 + 7 + roofline
@@ -426,7 +426,7 @@ def test_markdown_tables_hold_their_shape(result: RunResult) -> None:
 
 def test_html_report_content(result: RunResult) -> None:
     page = render_html(result)
-    from nsightwrap.export.roofline_html import roofline_html
+    from nsightwrap.export.html import roofline_html
 
     # a bar chart per benchmark, the clock trace, a waterfall per flagged benchmark, the roofline
     assert page.count("<svg") >= 8 + len(result.flagged) + "".join(roofline_html(result)).count("<svg")

@@ -17,8 +17,8 @@ from nsightwrap.analysis.load import analyze
 from nsightwrap.analysis.model import BenchmarkResult, RunResult
 from nsightwrap.analysis.roofline import MAX_ROOF_PCT, UNCOUNTED
 from nsightwrap.export import roofline_text
+from nsightwrap.export.html import roofline_chart, roofline_html
 from nsightwrap.export.jsonio import load_report_json, write_report_json
-from nsightwrap.export.roofline_html import roofline_chart, roofline_html
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "fixtures" / "runs"

@@ -1,6 +1,6 @@
 """Every HTML view, one self-contained document per result kind (inline CSS and SVG; no script,
 font or style fetched): the run report, a device file, and the report's sections (gap, energy,
-shards). Charts are ``charts``'s (matplotlib); every name goes through ``escape.html``.
+shards, roofline). Charts are ``charts``'s (matplotlib); every name goes through ``escape.html``.
 
 At scale the report stays small and fast: one chart per benchmark up to ``MAX_CHARTS``, else the
 worst that many (the roofline section too), and waterfalls for the worst flagged and unexplained
@@ -14,17 +14,24 @@ import math
 import shlex
 from dataclasses import replace
 
-from nsightwrap.analysis.model import BenchmarkResult, KernelTiming, RunResult, Verdict
+from nsightwrap.analysis.model import (
+    BenchmarkResult,
+    KernelRoofline,
+    KernelTiming,
+    Roofline,
+    RunResult,
+    Verdict,
+)
 from nsightwrap.device.result import GROUPS, DeviceFile
 from nsightwrap.export import charts
 from nsightwrap.export import device_text as t
 from nsightwrap.export import gap_text as g
 from nsightwrap.export import power_fmt as pf
 from nsightwrap.export import reportfmt as f
+from nsightwrap.export import roofline_text as rt
+from nsightwrap.export.charts import ChartPoint, ChartRoof, curve_svg, roofline_svg
 from nsightwrap.export.escape import html as esc
 from nsightwrap.export.registry import exporter
-from nsightwrap.export.roofline_chart import ChartRoof, curve_svg, roofline_svg
-from nsightwrap.export.roofline_html import roofline_html
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#222;max-width:1300px}
@@ -411,6 +418,81 @@ def render_device_html(dev: DeviceFile) -> str:
         parts += ["<h2>Charts</h2><div class='charts'>", *(f"<div class='chart'>{c}</div>" for c in drawn), "</div>"]
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+# ------------------------------------------------------------------ the roofline section
+
+
+def _positive(v: float | None) -> bool:
+    return v is not None and math.isfinite(v) and v > 0
+
+
+def _roofline_table(headers: list[str], rows: list[list[str]], left: tuple[int, ...]) -> str:
+    def cell(tag: str, i: int, v: str) -> str:
+        return f'<{tag} class="l">{esc(v)}</{tag}>' if i in left else f"<{tag}>{esc(v)}</{tag}>"
+
+    head = "".join(cell("th", i, h) for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(cell("td", i, c) for i, c in enumerate(r)) + "</tr>" for r in rows)
+    return f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+
+
+def _roofline_hover(name: str, r: Roofline | KernelRoofline) -> str:
+    """A point's hover text: its name, then where it sits."""
+    hz = r.clock_hz if isinstance(r, Roofline) else r.sm_clock_hz
+    if r.bound == "memory":
+        where = f"{rt.pct_cell(r)} of the memory roof at this intensity (HBM {t.rate(r.roof_bytes_per_s, 'B/s')})"
+    else:
+        where = f"{rt.pct_cell(r)} of {rt.roof_cell(r)}" + (f" @ {t.clock(hz)}" if hz else "")
+    unit = "OP/s" if r.compute_roof == "int8" else "FLOP/s"
+    return f"{name}\n{t.rate(r.flops_per_s, unit)}, {rt.intensity(r.intensity)} FLOP/byte, {where}"
+
+
+def roofline_chart(result: RunResult) -> str | None:
+    """The chart: roofs as measured (each compute roof at its own clock), benchmarks as circles,
+    their ncu kernels as small squares, each naming itself on hover. A point above its roof or
+    with uncounted FLOPs is not drawn (``roofline_text.not_drawn`` says why)."""
+    roofs = result.roofs
+    if roofs is None or roofs.source == "none":
+        return None
+    points = []
+    for b in result.benchmarks:
+        r = b.roofline
+        if r is None:
+            continue
+        if r.status == "placed" and _positive(r.intensity) and _positive(r.flops_per_s):
+            points.append(ChartPoint(f.label(b), float(r.intensity or 0), float(r.flops_per_s or 0), "o", _roofline_hover(f.label(b), r)))
+        for k in r.kernels:
+            if k.status == "placed" and _positive(k.intensity) and _positive(k.flops_per_s) and len(r.kernels) > 1:
+                name = f"{f.label(b)}: {k.kernel_short}"
+                points.append(ChartPoint(name, float(k.intensity or 0), float(k.flops_per_s or 0), "s", _roofline_hover(name, k)))
+    title = f"{roofs.gpu_name or 'GPU'}: {roofs.source} roofs ({roofs.where})"
+    return roofline_svg(roofs.memory_bytes_per_s, [ChartRoof(p.name, p.flops_per_s) for p in roofs.peaks], points,
+                        title, l2_bytes_per_s=roofs.l2_bytes_per_s)  # fmt: skip
+
+
+def roofline_html(result: RunResult) -> list[str]:
+    """HTML parts of the roofline section (none when the analysis made no roofline)."""
+    if result.roofs is None:
+        return []
+    parts = ["<h2>Roofline</h2>", f"<p>{esc(rt.roofs_line(result.roofs))}</p>"]
+    chart = roofline_chart(result)
+    if chart:
+        parts.append(f"<div class='chart'>{chart}</div>")
+        left = rt.not_drawn(result)
+        if left:
+            parts += ["<p>Not drawn:</p><ul class='notes'>", *(f"<li><b>{esc(w)}</b>: {esc(y)}</li>" for w, y in left), "</ul>"]
+    rows = rt.bench_rows(result)
+    if rows:
+        parts += [_roofline_table(rt.HEADERS, rows, (0, len(rt.HEADERS) - 1)), f"<p>{esc(rt.EXPLAIN)}</p>"]
+        reasons = rt.reasons(result)
+        if reasons:
+            parts += ["<ul class='notes'>", *(f"<li><b>{esc(w)}</b>: {esc(y)}</li>" for w, y in reasons), "</ul>"]
+    for b in result.benchmarks:
+        krows = rt.kernel_rows(b)
+        if krows:
+            parts += [f"<details><summary>{esc(f.label(b))}: {len(krows)} kernel(s) on the roofline (ncu counters)</summary>",
+                      _roofline_table(rt.KERNEL_HEADERS, krows, (1, 6, 7)), "</details>"]  # fmt: skip
+    return parts
 
 
 # ------------------------------------------------------------------ the protocol: sections

@@ -31,11 +31,15 @@ from nsightwrap.analysis.model import (
     GapPart,
     GpuSpread,
     GpuVariance,
+    KernelRoofline,
     KernelTiming,
     MeasuredClock,
     NcuStats,
     NsysStats,
     PowerStats,
+    Roofline,
+    RoofPeak,
+    Roofs,
     RunResult,
     Settings,
     ShardSummary,
@@ -51,7 +55,6 @@ from nsightwrap.device.result import DeviceFile
 from nsightwrap.device.store import device_doc
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export.registry import exporter
-from nsightwrap.export.roofline_json import roofline_from_dict, roofs_from_dict
 
 _ENUMS = (CauseCode, ClockModel, Verdict)
 _FIELDS: dict[type, tuple[str, ...]] = {}
@@ -268,6 +271,35 @@ def variance_from_dict(doc: Mapping[str, Any]) -> GpuVariance | None:
     kw["spreads"] = tuple(GpuSpread(**_known(GpuSpread, s)) for s in v.get("spreads") or ())
     kw["slow"] = tuple(SlowGpu(**_known(SlowGpu, s)) for s in v.get("slow") or ())
     return GpuVariance(**kw)
+
+
+# The roofline blocks (``benchmarks[].roofline``, top-level ``roofs``) take their fields as written.
+def _roofline_kw(cls: Any, d: Mapping[str, Any]) -> dict[str, Any]:
+    names = {x.name for x in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
+def roofline_from_dict(d: Any) -> Roofline | None:
+    """A benchmark's ``roofline`` block, or None."""
+    if not isinstance(d, Mapping):
+        return None
+    kw = _roofline_kw(Roofline, d)
+    kw["extra"] = dict(kw.get("extra") or {})
+    kw["kernels"] = tuple(
+        KernelRoofline(**{**_roofline_kw(KernelRoofline, k), "flops_by_kind": dict(k.get("flops_by_kind") or {})})
+        for k in d.get("kernels") or ()
+        if isinstance(k, Mapping)
+    )
+    return Roofline(**kw)
+
+
+def roofs_from_dict(d: Any) -> Roofs | None:
+    """The report's ``roofs``, or None."""
+    if not isinstance(d, Mapping):
+        return None
+    kw = _roofline_kw(Roofs, d)
+    kw["peaks"] = tuple(RoofPeak(**_roofline_kw(RoofPeak, p)) for p in d.get("peaks") or () if isinstance(p, Mapping))
+    return Roofs(**kw)
 
 
 def _known(cls: Any, d: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """Every Markdown view (GitHub-flavoured), one per result kind: the run report, a comparison (a
-pull-request comment), a device file, and the report's sections (gap, energy, shards).
+pull-request comment), a device file, and the report's sections (gap, energy, shards, roofline).
 
 The run report is for a GitHub issue: a count line, the summary (worst first), the flagged and
 unexplained benchmarks with evidence, the notes, the sections, the environment, the command to
@@ -21,6 +21,7 @@ from nsightwrap.export import device_text as t
 from nsightwrap.export import gap_text as g
 from nsightwrap.export import power_fmt as pf
 from nsightwrap.export import reportfmt as f
+from nsightwrap.export import roofline_text as rt
 from nsightwrap.export.compare_text import (
     ENERGY_WORD,
     energy_summary,
@@ -34,7 +35,6 @@ from nsightwrap.export.compare_text import (
 )
 from nsightwrap.export.escape import html, md_cell
 from nsightwrap.export.registry import exporter
-from nsightwrap.export.roofline_markdown import roofline_markdown
 
 
 def _row(cells: list[str]) -> str:
@@ -389,6 +389,33 @@ def render_device_markdown(dev: DeviceFile) -> str:
         out += [f"## Roofs: memory {t.rate(roofs.memory_bytes_per_s, 'B/s')} ({md_cell(roofs.memory_name or '-')})", "",
                 *_device_table(t.RIDGE_HEADERS, t.ridge_rows(roofs)), ""]  # fmt: skip
     return "\n".join(out)
+
+
+# ------------------------------------------------------------------ the roofline section
+
+
+def _roofline_table(headers: list[str], rows: list[list[str]], left: tuple[int, ...]) -> list[str]:
+    align = ["---" if i in left else "---:" for i in range(len(headers))]
+    return ["| " + " | ".join(headers) + " |", "| " + " | ".join(align) + " |",
+            *("| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows)]  # fmt: skip
+
+
+def roofline_markdown(result: RunResult) -> list[str]:
+    """Lines of the ``## Roofline`` section (none when the analysis made no roofline)."""
+    if result.roofs is None:
+        return []
+    out = ["## Roofline", "", md_cell(rt.roofs_line(result.roofs)), ""]
+    rows = rt.bench_rows(result)
+    if rows:
+        out += [*_roofline_table(rt.HEADERS, rows, (0, len(rt.HEADERS) - 1)), "", md_cell(rt.EXPLAIN), ""]
+        out += [f"- **{md_cell(who)}**: {md_cell(why)}" for who, why in rt.reasons(result)]
+        out.append("")
+    for b in result.benchmarks:
+        krows = rt.kernel_rows(b)
+        if krows:
+            out += [f"<details><summary>{html(f.label(b))}: {len(krows)} kernel(s) on the roofline (ncu counters)</summary>",
+                    "", *_roofline_table(rt.KERNEL_HEADERS, krows, (1, 6, 7)), "", "</details>", ""]  # fmt: skip
+    return out
 
 
 # ------------------------------------------------------------------ the protocol: sections

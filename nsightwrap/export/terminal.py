@@ -30,6 +30,7 @@ from nsightwrap.export import device_text as t
 from nsightwrap.export import gap_text as g
 from nsightwrap.export import power_fmt as pf
 from nsightwrap.export import reportfmt as f
+from nsightwrap.export import roofline_text as rt
 from nsightwrap.export.compare_text import (
     ENERGY_WORD,
     energy_summary,
@@ -42,7 +43,6 @@ from nsightwrap.export.compare_text import (
 )
 from nsightwrap.export.escape import terminal_safe
 from nsightwrap.export.registry import exporter
-from nsightwrap.export.roofline_terminal import print_roofline
 
 #: Columns left out, first to last, while the table is wider than the console. ncu's raw time
 #: and clock only explain the normalization (the flagged section repeats the raw ratio).
@@ -231,7 +231,33 @@ def print_report(
     print_power(result, console)
 
 
-# ------------------------------------------------------------------ gap, energy, shards
+# ------------------------------------------------------------------ roofline, gap, energy, shards
+
+
+def print_roofline(result: RunResult, console: Console) -> None:
+    """Print the roofs' source and each benchmark's achieved rates, bound and % of roof."""
+    if result.roofs is None:
+        return
+    console.print()
+    console.print(Text("roofline: " + rt.roofs_line(result.roofs), style="bold"))
+    rows = rt.bench_rows(result)
+    if not rows:
+        return
+    # At less than the full width, the time, the roof and the work's source move out (the Markdown has them).
+    keep = list(range(len(rt.HEADERS))) if console.width >= 150 else [0, 2, 3, 4, 6, 7]
+    tab = Table(show_edge=False, pad_edge=False)
+    for i in keep:
+        # The name folds when narrow; numbers never wrap.
+        tab.add_column(rt.HEADERS[i], justify="left" if i in (0, len(rt.HEADERS) - 1) else "right",
+                       no_wrap=i != 0, overflow="fold", min_width=9 if i == 0 else None)  # fmt: skip
+    for r in rows:
+        tab.add_row(*(Text(r[i]) for i in keep))
+    console.print(tab)
+    if len(keep) < len(rt.HEADERS):
+        console.print(Text("  rates at ncu's median kernel time (at the loop's measured clock where there is one) where ncu "
+                 "profiled the benchmark, else the timer's; a point above its roof is 'inconsistent'"), style="dim")
+    for who, why in rt.reasons(result):
+        console.print(Text(f"  {who}: {why}"), style="dim")
 
 
 def print_gap_line(b: BenchmarkResult, console: Console, indent: int = 2) -> None:
