@@ -341,18 +341,11 @@ def benchmark_roofline(
         extra["timer_bytes_per_s"] = work_bytes / (timer_ns * 1e-9) if work_bytes is not None else None
     if notes and not tensor_unknown:  # (an unknown tensor dtype is said by roof_reason already)
         extra["note"] = sorted(set(notes))[0]
-    status, issue, over = "placed", "", None
-    pct = placed["roof_pct"]
-    if uncounted:
-        status, issue = "uncounted", UNCOUNTED
-        placed.update(roof_pct=None, bound=None)
-    elif pct is None:
-        status = "unplaced"
-    elif pct > MAX_ROOF_PCT:
-        status, over = "inconsistent", pct
-        issue = _over_roof(b, pct, roof if placed["bound"] != "memory" else None, roofs, clock, clock_src,
+    status, over = _status(placed, uncounted)
+    issue = UNCOUNTED if status == "uncounted" else ""
+    if over is not None:
+        issue = _over_roof(b, over, roof if placed["bound"] != "memory" else None, roofs, clock, clock_src,
                            work_flops, flops_src, ncu_flops, work_bytes, bytes_src, ncu_bytes, time_ns, time_src)  # fmt: skip
-        placed.update(roof_pct=None)
     return Roofline(
         flops=work_flops, bytes=work_bytes, flops_per_s=placed["flops_per_s"], bytes_per_s=placed["bytes_per_s"],
         intensity=placed["intensity"], bound=placed["bound"], roof_pct=placed["roof_pct"],
@@ -415,6 +408,22 @@ def _other_clocks(b: BenchmarkResult) -> list[tuple[str, float]]:
         if b.timer.sm_clock_hz:
             out.append((f"the timer's clock {b.timer.clock_source or 'reading'}", b.timer.sm_clock_hz))
     return [(w, f) for w, f in out if f and f > 0]
+
+
+def _status(placed: dict[str, Any], uncounted: bool) -> tuple[str, float | None]:
+    """A placed point's status (``placed``, ``uncounted``, ``unplaced``, ``inconsistent``) and, when
+    inconsistent, its % of the roof; ``placed`` loses what must not be shown (the % above the roof,
+    the bound of tensor work whose FLOPs were not counted)."""
+    pct = placed["roof_pct"]
+    if uncounted:
+        placed.update(roof_pct=None, bound=None)
+        return "uncounted", None
+    if pct is None:
+        return "unplaced", None
+    if pct > MAX_ROOF_PCT:
+        placed.update(roof_pct=None)
+        return "inconsistent", float(pct)
+    return "placed", None
 
 
 def _over_roof(
@@ -488,21 +497,15 @@ def kernel_roofline(row: Mapping[str, Any], iteration: int | None, roofs: Roofs)
     dur = _num(row.get("duration_ns"))
     clock = _num(row.get("sm_clock_hz"))
     placed = place(roofs, flops if flops else None, nbytes, dur, clock, roof)
-    status, issue, over = "placed", "", None
-    pct = placed["roof_pct"]
-    if flops is None and (_num(row.get(TENSOR_INST)) or 0.0) > 0:
-        status, issue = "uncounted", UNCOUNTED
-        placed.update(roof_pct=None, bound=None)
-    elif pct is None:
-        status = "unplaced"
-    elif pct > MAX_ROOF_PCT:
-        status, over = "inconsistent", pct
+    status, over = _status(placed, flops is None and (_num(row.get(TENSOR_INST)) or 0.0) > 0)
+    issue = UNCOUNTED if status == "uncounted" else ""
+    if over is not None:
+        pct = over
         peak = _peak_clock(roofs, roof) if placed["bound"] == "compute" else None
         at = f" at the kernel's clock under ncu ({_ghz(clock)})" if clock and placed["bound"] == "compute" else ""
         was = f"; the roof was measured at {_ghz(peak)}" if peak and clock and abs(clock / peak - 1) > SAME_CLOCK else ""
         what = f"the {roof} roof" if placed["bound"] == "compute" else "the memory roof"
         issue = f"at {pct:.0f}% of {what}{at}: an inconsistency, not a rate{was}"
-        placed.update(roof_pct=None)
     return KernelRoofline(
         iteration=int(iteration or 0), kernel=str(row.get("kernel") or ""),
         kernel_short=str(row.get("kernel_short") or row.get("kernel") or ""), duration_ns=float(dur or 0.0),
