@@ -14,6 +14,7 @@ own module with the measurement it reads and its fix:
 - ``gaps`` and ``overlap`` (gaps.py): idle time between ops, time saved by concurrent ops;
 - ``non_kernel_work`` (non_kernel_work.py): memcpy and memset, which ncu cannot see;
 - ``missed_work`` (missed_work.py): work on another stream that ended after the end event;
+- parts of opposite sign that offset each other beyond the gap are named in one note (opposed.py);
 - the residual: what no measurement explains, always shown.
 
 The host-side parts read off the nsys timeline are brought to the plain pass by nsys's measured

@@ -12,6 +12,7 @@ from nsightwrap.analysis.gap import (
     launch_overhead,
     missed_work,
     non_kernel_work,
+    opposed,
     slowdown,
     warm_up,
 )
@@ -65,6 +66,9 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
         notes.append(note)
     parts.sort(key=lambda p: PART_ORDER.index(p.cause))
     total = q(lp.t - lp.n)
+    opp = opposed.find(parts, total, lp.t, nsys.streams if (nsys := lp.nsys) is not None else 1)
+    if opp.note:
+        notes.append(opp.note)
     residual = total - math.fsum(p.ns for p in parts)  # exact: every term is a multiple of 1/QUANTUM
     ncu, tl, nsys = lp.ncu, lp.tl, lp.nsys
     measurements = {
@@ -82,6 +86,7 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
         "cupti_kernel_ns": lp.timer.kernel_ns,
         "elasticity": "measured" if ncu.kernels and all(k.elasticity_source == "measured" for k in ncu.kernels)
         else ("heuristic" if ncu.kernels else None),
+        "opposed_parts": {"over": list(opp.over), "against": list(opp.against)} if opp.over else None,
         "notes": notes,
         "details": details,
     }  # fmt: skip
