@@ -143,9 +143,9 @@ def mann_whitney_u(x: Values, y: Values) -> MannWhitney:
 def _medians_of_resamples(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """The median of each row of ``values[idx]``, as ``np.median(..., axis=1)`` gives it.
 
-    ``np.median`` partitions at the middle and at the maximum (its NaN check) and averages the
-    middle through a reduction; partitioning at the middle alone and averaging the two middle
-    values in one step gives the same floats for finite values, about twice as fast.
+    ``np.median`` partitions at the middle (both middles for even n) and at the maximum (its NaN
+    check) and averages through a reduction; partitioning at the middle alone and averaging the
+    two middle values in one step gives the same floats for finite values, in less time.
     """
     rows = values[idx]
     n = rows.shape[1]
@@ -154,8 +154,9 @@ def _medians_of_resamples(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
     mid = n // 2
     if n % 2:
         return np.partition(rows, mid, axis=1)[:, mid]
-    part = np.partition(rows, (mid - 1, mid), axis=1)
-    return (part[:, mid - 1] + part[:, mid]) / 2.0
+    # After partitioning at mid alone, the value below it is the largest of the left part.
+    part = np.partition(rows, mid, axis=1)
+    return (part[:, :mid].max(axis=1) + part[:, mid]) / 2.0
 
 
 def bootstrap_median_ratio(
@@ -289,15 +290,15 @@ def median_ratio(base: Values, cur: Values, s: Settings) -> Interval:
     # and floor(h) + 1 (0-based), i.e. the k-th and (k+1)-th smallest, k = floor(h) + 1.
     k_low = math.floor(tail / 100.0 * (s.resamples - 1)) + 1
     k_high = math.floor((100.0 - tail) / 100.0 * (s.resamples - 1)) + 1
-    bands = [_band(direct, s.resamples, k) for k in (k_low, k_low + 1, k_high, k_high + 1)]
-    if any(band is None for band in bands) or k_high + 1 > s.resamples:
+    if k_high + 1 > s.resamples:
         return reference()
-    lo_a, _ = bands[0]  # type: ignore[misc]
-    _, hi_a = bands[1]  # type: ignore[misc]
-    lo_b, _ = bands[2]  # type: ignore[misc]
-    _, hi_b = bands[3]  # type: ignore[misc]
-    l0, l1 = min(low, float(ratios[lo_a - 1])), max(low, float(ratios[hi_a - 1]))
-    h0, h1 = min(high, float(ratios[lo_b - 1])), max(high, float(ratios[hi_b - 1]))
+    low_below, low_above = _band(direct, s.resamples, k_low), _band(direct, s.resamples, k_low + 1)
+    high_below, high_above = _band(direct, s.resamples, k_high), _band(direct, s.resamples, k_high + 1)
+    if low_below is None or low_above is None or high_below is None or high_above is None:
+        return reference()
+    # The ranges, 1-based order statistics of the sorted direct ratios (and the direct bounds).
+    l0, l1 = min(low, float(ratios[low_below[0] - 1])), max(low, float(ratios[low_above[1] - 1]))
+    h0, h1 = min(high, float(ratios[high_below[0] - 1])), max(high, float(ratios[high_above[1] - 1]))
     t = s.threshold
     limits = (1.0, 1.0 + t, 1.0 - t)
     if (
@@ -327,6 +328,9 @@ def ci_text(iv: Interval) -> str:
 
 def direction(iv: Interval, p: float, s: Settings) -> tuple[Verdict, Reason]:
     """Classify one ratio interval: SLOWER / FASTER / SAME, or AMBIGUOUS with its reason."""
+    # median_ratio proves its fast interval decides as the reference bootstrap by checking the
+    # comparisons made here of iv.low (> c), iv.high (< c) and iv.width (<= t), c in 1, 1 +- t:
+    # a new use of the interval here must be added to that check.
     t = s.threshold
     r = iv.estimate
     if 1.0 - t <= r <= 1.0 + t:
