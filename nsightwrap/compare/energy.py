@@ -20,10 +20,10 @@ from nsightwrap.compare.stats import (
     Settings,
     Spread,
     Verdict,
-    bootstrap_median_ratio,
     ci_text,
     direction,
     mann_whitney_u,
+    median_ratio,
     spread,
 )
 
@@ -65,7 +65,7 @@ def judge_energy(
     if min(sb.n, sc.n) < s.min_samples:
         msg = f"{sb.n} baseline and {sc.n} current energy samples; at least {s.min_samples} a side are needed"
         return EnergyVerdict(key, Verdict.AMBIGUOUS, Reason.TOO_FEW_SAMPLES, msg, sb, sc, None, None)
-    ratio = bootstrap_median_ratio(base, cur, confidence=s.confidence, resamples=s.resamples, seed=s.seed)
+    ratio = median_ratio(base, cur, s)
     p = mann_whitney_u(cur, base).p_value
     verdict, reason = direction(ratio, p, s)
     thr = f"{s.threshold * 100:g}%"

@@ -11,7 +11,7 @@ of code. Everything else is SAME or AMBIGUOUS, with a reason code and a one-line
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from nsightwrap.compare.energy import EnergyVerdict, judge_energy
@@ -21,11 +21,11 @@ from nsightwrap.compare.stats import (
     Settings,
     Spread,
     Verdict,
-    bootstrap_median_ratio,
     ci_text,
     direction,
     geomean,
     mann_whitney_u,
+    median_ratio,
     spread,
 )
 from nsightwrap.core.units import ghz_text
@@ -188,14 +188,11 @@ def judge(base: Samples, cur: Samples, settings: Settings = DEFAULT_SETTINGS) ->
             f"{sb.n} baseline and {sc.n} current samples; at least {s.min_samples} a side are needed",
         )
 
-    def boot(a: Sequence[float], b: Sequence[float]) -> Interval:
-        return bootstrap_median_ratio(a, b, confidence=s.confidence, resamples=s.resamples, seed=s.seed)
-
-    ratio = boot(base.values_ns, cur.values_ns)
+    ratio = median_ratio(base.values_ns, cur.values_ns, s)
     p = mann_whitney_u(cur.values_ns, base.values_ns).p_value
     cycles = None
     if base.cycles is not None and cur.cycles is not None:
-        cycles = boot(base.cycles, cur.cycles)
+        cycles = median_ratio(base.cycles, cur.cycles, s)
     verdict, reason = direction(ratio, p, s)
     thr = f"{s.threshold * 100:g}%"
     head = f"time {ci_text(ratio)}, p={p:.2g}"
