@@ -176,10 +176,10 @@ def write_markdown(frame: pd.DataFrame, columns: list[str], stream: TextIO) -> N
     right-aligned. Written a line at a time."""
     stream.write("| " + " | ".join(md_cell(c) for c in columns) + " |\n")
     stream.write("| " + " | ".join("---:" if _numeric(frame, c) else "---" for c in columns) + " |\n")
-    for chunk in _chunks(frame[columns]):
-        stream.writelines(
-            "| " + " | ".join(md_cell(_cell(v)) for v in row) + " |\n" for row in chunk.itertuples(index=False, name=None)
-        )
+    # Columns picked per chunk: picking them from the whole frame first copies them all.
+    for chunk in _chunks(frame):
+        rows = chunk[columns].itertuples(index=False, name=None)
+        stream.writelines("| " + " | ".join(md_cell(_cell(v)) for v in row) + " |\n" for row in rows)
 
 
 def markdown_table(frame: pd.DataFrame, columns: list[str]) -> str:
