@@ -64,6 +64,7 @@ IDEAS = {
     "ncu": ("--ncu",),
     "nsys": ("--nsys",),
     "input_file": ("--input", "-i"),
+    "limit": ("--limit",),  # at most N rows of a table
 }
 #: Names the same ideas went by elsewhere: never shown (a hidden alias may still read them).
 SYNONYMS = {"--threshold", "--tol", "--out", "--fmt", "--output-format", "--device", "--gpu-index", "--verbosity",

@@ -16,6 +16,10 @@ class By(str, Enum):
     range = "range"
 
 
+#: Rows of a terminal table when --limit is not given.
+TABLE_ROWS = 2000
+
+
 class Format(str, Enum):
     table = "table"
     csv = "csv"
@@ -27,6 +31,8 @@ HELP = """Show what one report holds: its GPU kernels and copies, or its NVTX ra
 
 The kind of file is read from its content: an Nsight Systems export (.sqlite) or report (.nsys-rep, exported with nsys on PATH), an Nsight Compute report (.ncu-rep) or its `--csv --page raw` export, nvidia-smi -q -x XML or --query-gpu CSV, or a timer sidecar JSON.
 
+A terminal table holds the first 2,000 rows (--limit N for another number, --limit 0 for all) and ends with a line saying how many it left out. --format csv, json and md write every row (unless --limit is given), a chunk of rows at a time: the formats for a report of a million ops.
+
 --by kernel (default) lists every GPU op (kernel, memcpy, memset) with the innermost NVTX range its launch call ran in. --by range sums them per NVTX range path (domain:outer/inner) over all instances of the range: gpu_time_ns adds op durations, busy_ns is the time at least one op ran (overlap counted once), span_ns runs from the first op's start to the last op's end. An op belongs to a range when the CPU call that launched it started inside the range.
 
 Examples:
@@ -34,6 +40,8 @@ Examples:
   nsightwrap inspect run/nsys/report.sqlite --by range
 
   nsightwrap inspect run/nsys/report.nsys-rep --format csv > ops.csv
+
+  nsightwrap inspect run/nsys/report.sqlite --limit 50
 
   nsightwrap inspect run/ncu/report.ncu-rep --by range --format md
 
@@ -51,6 +59,15 @@ def inspect(
         Format, typer.Option("--format", metavar="table|csv|json|md", help="table (terminal), csv, json or md (Markdown).")
     ] = Format.table,
     fmt_f: Annotated[Format | None, typer.Option("-f", hidden=True, help=OLD_FORMAT_HELP)] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit",
+            metavar="N",
+            min=0,
+            help=f"At most N rows, the first N in order; 0 for all (default: {TABLE_ROWS:,} in the table, all in csv, json and md).",
+        ),
+    ] = None,
     nsys: Annotated[
         str | None,
         typer.Option(
@@ -70,6 +87,13 @@ def inspect(
     view = load_view(
         report, by.value, export_nsys=lambda rep: export_nsys_sqlite(rep, nsys), read_ncu=read_ncu_rep_isolated
     )
+    if limit is None:
+        limit = TABLE_ROWS if fmt is Format.table else 0
     write_frame(
-        view.frame, fmt.value, title=view.title, table_columns=view.table_columns, md_columns=view.md_columns
+        view.frame,
+        fmt.value,
+        title=view.title,
+        table_columns=view.table_columns,
+        md_columns=view.md_columns,
+        max_rows=limit or None,
     )
