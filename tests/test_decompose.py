@@ -115,9 +115,10 @@ OPPOSED = {
     ("h200-timer", "torch_timer.py:41 Timer.timeit #1", "launch_overhead"),
     ("h200-timer", "torch_timer.py:42 Timer.adaptive_autorange #1", "cache_state"),
     ("h200-timer", "torch_timer.py:42 Timer.adaptive_autorange #1", "gaps"),
-    # 80 elementwise kernels of a graph replay on a warm L2 (cache_state -182.15 us against a gap
-    # of -169.46 us) with front end, launch overhead and gaps +12.67 us.
-    ("h200-mixed", "mixed.py:39 cuda_events #1", "cache_state"),
+    # A sort of 16 Mi keys, timed without a flush: its kernels ran faster on a warm L2 than in ncu
+    # (cache_state -158.82 us) while a memset, the host's launches and the gaps between the sort's
+    # kernels added +156.75 us: a gap of -17.06 us of 1.70 ms.
+    ("h200-mixed", "mixed.py:70 cuda_events #1", "cache_state"),
     # A 3.1 us add: front end +1.17 us against a gap of +0.99 us, over by 20 ns (under one tick
     # of the 32 ns event clock), with the clock (-0.04) and the residual (-0.14) against it.
     ("h200-example", "add_small", "front_end"),
@@ -580,12 +581,12 @@ def test_without_nsys_the_plain_pass_cupti_reading_splits_the_window() -> None:
 
 
 def test_host_share_scaled_up_only_past_the_gpus_work() -> None:
-    # The first timed window of h200-mixed: 138.37 ms plain, 107.73 ms under nsys, 0.18 ms of GPU
+    # The first timed window of h200-mixed: 159.48 ms plain, 149.37 ms under nsys, 0.18 ms of GPU
     # work: module loading and handle creation took longer in the plain pass, on the host.
     mixed = analyze(ROOT / "fixtures" / "runs" / "h200-mixed")
     g = gap(mixed, "mixed.py:16 cuda_events #1")
     facts = g.measurements["nsys_slowdown"]
-    assert facts["slowdown"] < 0.8 and facts["host_scale"] > 1.2
+    assert facts["slowdown"] < 0.95 and facts["host_scale"] > 1.05
     assert g.timer_ns is not None and abs(g.residual_ns) < 0.001 * g.timer_ns
     # A 297 us GEMM loop the plain pass timed 13 us longer than nsys's windows: less than the
     # GPU's work in it, so no host time is added and the difference stays in the residual.

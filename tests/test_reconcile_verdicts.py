@@ -43,15 +43,14 @@ EXPECTED: dict[str, dict[str, tuple[str, list[str]]]] = {
         "two_streams": ("ok", []),
     },
     "h200-mixed": {
-        # The first timed window of the process (a 138 ms window: module load and handle creation
-        # before the GEMM): the host fills it. A warm_up part will name it; today it is the
-        # GPU waiting for the host, measured.
-        "mixed.py:16 cuda_events #1": ("flagged", ["warm_up", "launch_overhead"]),
+        # The first timed window of the process (a 159 ms window: module load and handle creation
+        # before the GEMM): the one-off cost fills it, and nothing else is over the tolerance.
+        "mixed.py:16 cuda_events #1": ("flagged", ["warm_up"]),
         # 80 elementwise launches per window on a warm L2 against ncu's clean, serialized ones.
         "mixed.py:39 cuda_events #1": ("explained", ["cache_state"]),
         "mixed.py:55 cuda_events #1": ("flagged", ["launch_overhead", "gaps", "cache_state"]),
-        # 1.12x: a cuBLAS workspace memset and the gaps between the kernels, no part over 5%.
-        "mixed.py:70 cuda_events #1": ("explained", ["non_kernel_work", "gaps"]),
+        # 1.00x: within the tolerance, a warm L2 offsetting a memset and the gaps between kernels.
+        "mixed.py:70 cuda_events #1": ("ok", []),
     },
     "h200-nvtx": {
         "own_nvtx.py:52 do_bench #1": ("explained", ["cache_state"]),

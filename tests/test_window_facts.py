@@ -363,7 +363,8 @@ def test_mixed_first_linear_is_a_first_use(mixed: dict[str, WindowFacts], mixed_
     # the GEMM), of which the traced setup calls are only a third.
     assert f.warm_source == "none" and f.warm_ns is None
     gpu = (ops[0][2] - ops[0][1]) + memset_ns
-    assert f.window_ns[0] - gpu - 1_000 <= f.first_use_cost_ns[0] <= f.window_ns[0] - gpu
+    # Less the few us of the window that are no first use (its start event, the launch): 13 us.
+    assert f.window_ns[0] - gpu - 50_000 <= f.first_use_cost_ns[0] <= f.window_ns[0] - gpu
     assert f.first_use_host_ns[0] < 0.5 * f.first_use_cost_ns[0]
     assert warm_up_part_ns(f) == f.first_use_cost_ns[0] > 5e7  # tens of ms
     assert fix_for("warm_up", f) == WARM_UP_FIX and not f.is_graph_replay

@@ -163,7 +163,7 @@ def ncu_stats_sampled(
                 whole[(b, key)] = max(whole.get((b, key), 0), c)
     med = {key: _median_row(kernels, rows) for key, rows in inst.items()}
 
-    nsys_k = _nsys_kernels(found)
+    nsys_k, graph_nodes = _nsys_kernels(found)
     # nsys durations brought to one clock (each benchmark's reference clock: the SM clock measured
     # in the nsys pass) with the kernel's elasticity, so a clock that dropped under a long loop is
     # not taken for other work; per benchmark over all its iterations (the same problem in each).
@@ -215,9 +215,17 @@ def ncu_stats_sampled(
                     absent[b][_shown(key)] += per_ncu
                     continue
                 c_own = mine.get(got, 0)
-                if cut[got] == np.inf or (c_own and last[(b, it, got)] < cut[got]):
+                node = (b, it if (b, it) in nsys_k else first, key) in graph_nodes
+                if node:
+                    # ncu's per-launch-config filter counts the node kernels of a graph launch
+                    # together, not per kernel: at --launch-count 3, 3 of a window's 80 node
+                    # launches of two kernels were profiled, each kernel under the cap by its own
+                    # count. Every node launch nsys saw in the iteration and ncu did not is the cap's.
+                    extra = per_ncu - c_own
+                elif cut[got] == np.inf or (c_own and last[(b, it, got)] < cut[got]):
                     continue  # ncu profiled every launch of this iteration it saw: what is missing is not the cap's
-                extra = whole.get((b, got), per_ncu) - c_own
+                else:
+                    extra = whole.get((b, got), per_ncu) - c_own
                 if extra <= 0:
                     continue
                 carry = dict(med[got])
@@ -332,19 +340,21 @@ def _next_launch_id(kernels: pd.DataFrame) -> int:
     return int(top) + 1 if isinstance(top, (int, float, np.number)) and np.isfinite(top) else len(kernels)
 
 
-def _nsys_kernels(found: NsysIterations) -> dict[tuple[int, int], list[tuple[Key, float]]]:
+def _nsys_kernels(found: NsysIterations) -> tuple[dict[tuple[int, int], list[tuple[Key, float]]], set[tuple[int, int, Key]]]:
     """Per (benchmark, iteration index), the kernels nsys saw launched in it (every instance of
     that iteration range, as ncu's sums take every kernel under the range's path), keyed by full
-    name and shape from the nsys export."""
+    name and shape from the nsys export; and the (benchmark, iteration, key) whose launches were
+    nodes of a CUDA graph (nsys's ``graphNodeId``)."""
     per = found.ops
     if per.empty or found.iters.empty:
-        return {}
+        return {}, set()
     k = per[per["kind"].astype(str) == "kernel"]
     if k.empty:
-        return {}
+        return {}, set()
     ops = found.all_ops
     # Full names and shapes from the export (the iteration frame holds short names only).
-    full = ops[[c for c in ("op_id", "name", "grid", "block") if c in ops]].drop_duplicates("op_id")
+    cols = ("op_id", "name", "grid", "block", "graph_node_id")
+    full = ops[[c for c in cols if c in ops]].drop_duplicates("op_id")
     full = full.rename(columns={"name": "nw_name", "grid": "nw_grid", "block": "nw_block"})
     it_of = pd.Series(found.iters["iteration"].to_numpy(), index=found.iters["range_id"].to_numpy())
     it_of = it_of[~it_of.index.duplicated()]
@@ -369,10 +379,16 @@ def _nsys_kernels(found: NsysIterations) -> dict[tuple[int, int], list[tuple[Key
     grids = k["nw_grid"] if "nw_grid" in k else pd.Series(None, index=k.index)
     blocks = k["nw_block"] if "nw_block" in k else pd.Series(None, index=k.index)
     dur = pd.to_numeric(k["duration_ns"], errors="coerce").to_numpy(dtype=float)
+    node = k["graph_node_id"].notna().to_numpy() if "graph_node_id" in k else np.zeros(len(k), dtype=bool)
     out: dict[tuple[int, int], list[tuple[Key, float]]] = {}
-    for spec, it, name, g, b, d in zip(k["spec"], k["nw_iter"], k["nw_name"].astype(str), grids, blocks, dur, strict=True):
-        out.setdefault((int(spec), int(it)), []).append(((name, size(g), size(b)), float(d)))
-    return out
+    graph: set[tuple[int, int, Key]] = set()
+    rows = zip(k["spec"], k["nw_iter"], k["nw_name"].astype(str), grids, blocks, dur, node, strict=True)
+    for spec, it, name, g, b, d, in_graph in rows:
+        key = (name, size(g), size(b))
+        out.setdefault((int(spec), int(it)), []).append((key, float(d)))
+        if in_graph:
+            graph.add((int(spec), int(it), key))
+    return out, graph
 
 
 def _shown(key: Key) -> str:
