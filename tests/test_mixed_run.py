@@ -64,3 +64,15 @@ def test_graph_replays_get_fixes_that_never_say_use_a_graph(mixed: RunResult) ->
     # Outside the tolerance because ncu runs each of the 80 small kernels on a clean L2, while
     # the replays run warm: physical, no error of the timing.
     assert graph.verdict.value == "explained" and [c.code.value for c in graph.causes] == ["cache_state"]
+
+
+def test_graph_node_launches_the_cap_left_out_are_carried(mixed: RunResult) -> None:
+    # ncu's per-launch-config filter (--launch-count 3) counted the graph's node kernels together:
+    # it profiled 3 of the first window's 80 node launches (two of the multiply, one of the add)
+    # and none of the later windows. Each window is rebuilt from nsys's 80 launches, every one
+    # carried by the median ncu instance of its kernel, so no launch goes missing.
+    graph = _b(mixed, 39)
+    assert graph.ncu is not None and graph.ncu.kernels_per_iteration
+    assert set(graph.ncu.kernels_per_iteration) == {80}
+    assert not any(c.code.value == "extra_or_missing_kernels" for c in graph.causes)
+    assert any("ncu profiled 3 of 240 launches" in n for n in graph.notes)
