@@ -211,3 +211,25 @@ def test_compare_matches_by_name_and_params_and_lists_added_removed() -> None:
     ratios = [v.ratio.estimate for v in c.verdicts if v.ratio is not None]
     assert c.geomean_ratio == pytest.approx(math.sqrt(ratios[0] * ratios[1]))
     assert c.geomean_ratio == pytest.approx(1.1, abs=0.01)
+
+
+def test_report_timings_are_compared_in_cycles_at_the_benchmarks_measured_clock() -> None:
+    """A captured timing's cycles are counted at the clock measured on the GPU inside its kernels
+    (the clock its ratio and verdict use), not at nvidia-smi's reading beside the loop: on the
+    torchrun worker's sustained loop the GPC clock averaged 1.34 GHz, nvidia-smi said 1.50."""
+    from nsightwrap.analysis.load import analyze
+    from nsightwrap.compare.sides import side_from_report
+    from nsightwrap.export.jsonio import report_to_dict
+
+    run = Path(__file__).resolve().parent.parent / "fixtures" / "runs" / "h200-worker"
+    doc = report_to_dict(analyze(run))
+    entry = {b["name"]: b for b in doc["benchmarks"]}["worker.py:21 timed #2"]
+    assert entry["timer"]["sm_clock_hz"] == 1.5e9 and "nvidia-smi" in entry["timer"]["clock_source"]
+    assert "nsys GPU metrics" in entry["ref_clock_source"]
+    side = side_from_report(doc, label="base", metric="timer", where="report.json")
+    got = {b.name: b for b in side.benchmarks}
+    for name in ("worker.py:21 timed #1", "worker.py:21 timed #2"):
+        ref = {b["name"]: b for b in doc["benchmarks"]}[name]["ref_clock_hz"]
+        b = got[name]
+        assert b.cycles is not None and b.clock_hz == pytest.approx(ref, rel=1e-9)
+        assert b.cycles[0] == pytest.approx(b.values_ns[0] * ref / 1e9, rel=1e-9)

@@ -22,7 +22,7 @@ from nsightwrap.analysis.merged import run_sidecars
 from nsightwrap.analysis.model import READABLE_VERSIONS
 from nsightwrap.compare.energy import energy_samples
 from nsightwrap.compare.verdicts import METRICS, Samples, Side
-from nsightwrap.core.contract import PASS_PLAIN, REPORT_FORMAT, SIDECAR_FORMAT, SIDECAR_GLOB
+from nsightwrap.core.contract import PASS_PLAIN, REPORT_FORMAT, SIDECAR_FORMAT, SIDECAR_GLOB, TRUSTED_CLOCK_SOURCES
 from nsightwrap.core.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
 from nsightwrap.core.jsonfile import read_json_object
 from nsightwrap.parsers.sidecar import check_sidecar, read_sidecar_doc
@@ -175,7 +175,7 @@ def side_from_report(doc: Mapping[str, Any], *, label: str, metric: str, where: 
         verdict = entry.get("verdict")
         n_before = len(out)
         if metric == "timer":
-            out.append(_timer_samples(block, at))
+            out.append(_timer_samples(_at_measured_clock(block, entry), at))
         elif metric == "ncu":
             values = _numbers(block, "iterations_ns", f"{at} ({name!r}) ncu", allow_zero=True)
             cycles = _numbers(block, "iterations_cycles", f"{at} ({name!r}) ncu", allow_zero=True)
@@ -200,6 +200,22 @@ def side_from_report(doc: Mapping[str, Any], *, label: str, metric: str, where: 
         if len(out) > n_before and isinstance(verdict, str):
             out[-1] = replace(out[-1], reconcile=verdict)  # shown beside the compare verdict
     return Side(label=label, gpu=str(gpu) if gpu else None, benchmarks=tuple(out))
+
+
+def _at_measured_clock(block: Mapping[str, Any], entry: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A report's timer block with the benchmark's clock measured on the GPU (its reference clock,
+    the one its ratio and verdict use) as the samples' clock, so that cycles are counted at the
+    clock the loop ran at, not at a host (NVML) reading taken beside it. Per-sample host readings
+    are kept for their variation, anchored at the measured level (as a probe's are)."""
+    ref, src = entry.get("ref_clock_hz"), str(entry.get("ref_clock_source") or "")
+    if not isinstance(ref, (int, float)) or isinstance(ref, bool) or not ref > 0:
+        return block
+    if not any(s in src for s in TRUSTED_CLOCK_SOURCES) or block.get("sm_clock_hz") == ref:
+        return block
+    own = str(block.get("clock_source") or "")
+    if any(s in own for s in ("probe", "stamps")):
+        return block  # the timer's own GPU-side clock, sample by sample
+    return {**block, "sm_clock_hz": float(ref), "clock_source": "probe"}
 
 
 # ---------------------------------------------------------------- field readers

@@ -173,3 +173,10 @@ ROOFLINE_NCU_METRICS = (
 #: below this no measured elasticity can move a ratio by more than this (half the default
 #: --tolerance). analysis/basepass.py decides.
 BASE_CLOCK_GAP = 0.05
+
+
+#: Reference-clock sources measured on the GPU during the work (nsys's GPC-clock samples inside
+#: the benchmark's kernels, the timer's stamps or probe), or given by the user: trusted as the
+#: clock of the timed loop. Others (NVML, nvidia-smi samples) are read from the host and can miss
+#: the clock under load, so the kernels' own durations under nsys check them.
+TRUSTED_CLOCK_SOURCES = ("nsys GPU metrics", "probe", "stamps", "given", "boost", "base")

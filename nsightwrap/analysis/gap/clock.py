@@ -11,12 +11,8 @@ from typing import Any
 from nsightwrap.analysis.gap.common import ghz, med, part, q, us
 from nsightwrap.analysis.gap.inputs import GapInputs, at_clock, by_iteration, elasticity
 from nsightwrap.analysis.model import GapPart, NcuStats
+from nsightwrap.core.contract import TRUSTED_CLOCK_SOURCES
 
-#: Reference-clock sources measured on the GPU during the work (nsys's GPC-clock samples inside
-#: the benchmark's kernels, the timer's stamps or probe), or given by the user: trusted as the
-#: clock of the timed loop. Others (NVML, nvidia-smi samples) are read from the host and can miss
-#: the clock under load, so the kernels' own durations under nsys check them.
-TRUSTED_CLOCK_SOURCES = ("nsys GPU metrics", "probe", "stamps", "given", "boost", "base")
 
 
 def fix(facts: Mapping[str, Any]) -> str:
