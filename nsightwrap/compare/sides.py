@@ -22,7 +22,13 @@ from nsightwrap.analysis.merged import run_sidecars
 from nsightwrap.analysis.model import READABLE_VERSIONS
 from nsightwrap.compare.energy import energy_samples
 from nsightwrap.compare.verdicts import METRICS, Samples, Side
-from nsightwrap.core.contract import PASS_PLAIN, REPORT_FORMAT, SIDECAR_FORMAT, SIDECAR_GLOB, TRUSTED_CLOCK_SOURCES
+from nsightwrap.core.contract import (
+    PASS_PLAIN,
+    REPORT_FORMAT,
+    SIDECAR_FORMAT,
+    SIDECAR_GLOB,
+    TRUSTED_CLOCK_SOURCES,
+)
 from nsightwrap.core.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
 from nsightwrap.core.jsonfile import read_json_object
 from nsightwrap.parsers.sidecar import check_sidecar, read_sidecar_doc

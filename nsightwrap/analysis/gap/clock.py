@@ -14,7 +14,6 @@ from nsightwrap.analysis.model import GapPart, NcuStats
 from nsightwrap.core.contract import TRUSTED_CLOCK_SOURCES
 
 
-
 def fix(facts: Mapping[str, Any]) -> str:
     """What to do about a clock difference: nothing in the timing; how the part was measured."""
     how = (
