@@ -32,8 +32,9 @@ if [ -z "${NO_GPU_TEST:-}" ]; then
   echo "gpu test rc=$? wall=$(( $(date +%s) - t0 ))s"; tail -n 25 "$JOB_OUT/gpu_test.log"
 fi
 # The sweep's run at the defaults comes back as a fixture: GPU_METRICS cut to the clocks, reports packed.
+# NO_RUN=1: the figures only (the sweep's run directory packed is ~43 MB, over what comes back).
 run="$JOB_OUT/work-gemm/profile-run"
-if [ -f "$run/nsys/report.sqlite" ]; then
+if [ -z "${NO_RUN:-}" ] && [ -f "$run/nsys/report.sqlite" ]; then
   python3 - "$run/nsys/report.sqlite" <<'PY'
 import sqlite3, sys
 con = sqlite3.connect(sys.argv[1])
@@ -52,5 +53,12 @@ rm -rf "$JOB_OUT/work-gemm/profile-baseline/nsys" "$JOB_OUT/work-gemm/byhand"
 # Keep the manifests and the small logs; drop the big reports.
 find "$JOB_OUT" -name '*.nsys-rep' -delete; find "$JOB_OUT" -name '*.sqlite' -size +20M -delete
 find "$JOB_OUT" -name '*.ncu-rep' -size +20M -delete
+if [ -n "${NO_RUN:-}" ]; then
+  # The manifests say each pass's time and what it profiled; the reports stay behind.
+  for w in "$JOB_OUT"/work-*; do
+    find "$w" -type f ! -name manifest.json ! -name '*.log' ! -name '*.txt' ! -name '*.json' -delete
+  done
+  find "$JOB_OUT" -type f -size +4M -delete
+fi
 du -sh "$JOB_OUT"/*
 date -u
