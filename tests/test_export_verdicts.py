@@ -211,3 +211,22 @@ def test_terminal_cut_to_the_worst_says_what_it_left_out(result: RunResult) -> N
     left = sum(n for name, n in kept.items() if name not in rows[:3])
     assert left > 0 and f"{left} notes of the benchmarks not in the table left out" in out
     assert "note: two_streams:" not in out
+
+
+def test_every_format_says_which_clock_the_ratios_are_at() -> None:
+    """The footer counts the benchmarks whose ratio is at a clock measured on the GPU and those at
+    ncu's own clock (the sweep: nsys slowed one loop too much for its clock to be the plain
+    pass's), from the benchmarks' own sources, and says it in every format."""
+    sweep = analyze(RUN.parent / "h200-sweep")
+    rated = [b for b in sweep.benchmarks if b.ratio is not None]
+    gpu = sum(1 for b in rated if b.ref_clock_source and "nsys GPU metrics" in b.ref_clock_source)
+    own = sum(1 for b in rated if b.ref_clock_hz is None)
+    assert gpu >= 1 and own >= 1 and gpu + own == len(rated)
+    want = f"each benchmark's reference clock ({gpu} measured on the GPU, {own} ncu's own)"
+    assert want in f.clock_text(sweep)
+    console = Console(file=io.StringIO(), width=400, color_system=None)
+    print_report(sweep, console)
+    assert want in console.file.getvalue()  # type: ignore[attr-defined]
+    assert want.replace("'", "&#x27;") in render_html(sweep) or want in render_html(sweep)
+    assert want in render_markdown(sweep)
+    assert "reference clock: plain" not in console.file.getvalue()  # type: ignore[attr-defined]

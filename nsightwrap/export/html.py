@@ -172,8 +172,8 @@ def render_html(result: RunResult, *, max_charts: int = MAX_CHARTS, max_waterfal
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>nsightwrap report: {esc(result.run_dir)}</title><style>{_CSS}</style></head><body>",
         "<h1>nsightwrap report</h1>",
-        f"<p>{esc(result.run_dir)}: <b>{esc(f.count_text(result.benchmarks))}</b>; tolerance {s.tolerance:.0%}, reference clock "
-        f"<code>{esc(s.clock_ref)}</code>; ratio = timer / ncu at the reference clock.</p>",
+        f"<p>{esc(result.run_dir)}: <b>{esc(f.count_text(result.benchmarks))}</b>; tolerance {s.tolerance:.0%}; "
+        f"{esc(f.clock_text(result))}.</p>",
     ]
     if not result.timer_found:
         parts.append("<p>No in-process timings were found: benchmarks come from the target's own NVTX ranges.</p>")

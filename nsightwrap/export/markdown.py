@@ -168,8 +168,7 @@ def render_full_markdown(result: RunResult) -> str:
     out = [
         "# nsightwrap report",
         "",
-        f"{md_cell(f.count_text(result.benchmarks))}; tolerance {s.tolerance:.0%}, "
-        f"reference clock `{md_cell(s.clock_ref)}`; ratio = timer / ncu at the reference clock.",
+        f"{md_cell(f.count_text(result.benchmarks))}; tolerance {s.tolerance:.0%}; {md_cell(f.clock_text(result))}.",
         "",
     ]
     if not result.timer_found:

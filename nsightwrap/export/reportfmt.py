@@ -14,7 +14,30 @@ from nsightwrap.analysis.model import (
     ShardSummary,
     Verdict,
 )
+from nsightwrap.core.contract import TRUSTED_CLOCK_SOURCES
 from nsightwrap.export.escape import terminal_safe
+
+
+def clock_text(result: RunResult) -> str:
+    """What the ratios are taken at, in words: each benchmark's reference clock, and how many of
+    those clocks were measured on the GPU, are ncu's own, or were read from the host."""
+    gpu = own = host = 0
+    for b in result.benchmarks:
+        if b.ratio is None:
+            continue
+        src = b.ref_clock_source or ""
+        if b.ref_clock_hz is not None and any(s in src for s in TRUSTED_CLOCK_SOURCES):
+            gpu += 1
+        elif b.ref_clock_hz is None or src.startswith("ncu"):
+            own += 1
+        else:
+            host += 1
+    parts = [f"{n} {what}" for n, what in ((gpu, "measured on the GPU"), (own, "ncu's own"), (host, "read from the host")) if n]
+    counts = f" ({', '.join(parts)})" if parts else ""
+    return (
+        f"ratio = timer / ncu at each benchmark's reference clock{counts}; clock policy "
+        f"--clock-ref {result.settings.clock_ref}"
+    )
 
 
 def time_ns(ns: float | None) -> str:

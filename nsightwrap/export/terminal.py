@@ -196,7 +196,7 @@ def print_report(
     console.print(summary_table(result, console.width, max_rows))
     s = result.settings
     console.print(
-        Text(f"tolerance {s.tolerance:.0%}, reference clock: {s.clock_ref}; ratio = timer / ncu at the reference clock"),
+        Text(f"tolerance {s.tolerance:.0%}; {f.clock_text(result)}"),
         style="dim",
     )
     print_shards(result, console)
