@@ -187,6 +187,7 @@ def ncu_stats_sampled(
     added: list[dict[str, Any]] = []
     next_id = _next_launch_id(kernels)
     profiled, carried, missing = [0] * n, [0] * n, [0] * n
+    node_carried = [0] * n
     absent: list[Counter[str]] = [Counter() for _ in range(n)]
     scaled: list[list[float]] = [[] for _ in range(n)]
     unscaled: list[list[float]] = [[] for _ in range(n)]
@@ -245,11 +246,15 @@ def ncu_stats_sampled(
                     added.append({**carry, "launch_id": next_id, "nvtx_ranges": (path,), "nvtx_path": path})
                     next_id += 1
                 carried[b] += extra
+                if node:
+                    node_carried[b] += extra
     frame = kernels
     if added:
         frame = pd.concat([kernels, pd.DataFrame(added, columns=kernels.columns)], ignore_index=True)
     stats = ncu_stats_all(frame, specs, ref_clocks_hz)
-    notes = tuple(_notes(profiled[i], carried[i], absent[i], scaled[i], unscaled[i], cap) for i in range(n))
+    notes = tuple(
+        _notes(profiled[i], carried[i], absent[i], scaled[i], unscaled[i], cap, node_carried[i]) for i in range(n)
+    )
     return Sampled(tuple(stats), notes, tuple(profiled), tuple(carried), tuple(missing))
 
 
@@ -403,7 +408,8 @@ def _span(ratios: Sequence[float]) -> str:
 
 
 def _notes(
-    profiled: int, carried: int, absent: Counter[str], scaled: list[float], unscaled: list[float], cap: int
+    profiled: int, carried: int, absent: Counter[str], scaled: list[float], unscaled: list[float], cap: int,
+    nodes: int = 0,
 ) -> tuple[str, ...]:
     out: list[str] = []
     total = profiled + carried + sum(absent.values())
@@ -412,6 +418,7 @@ def _notes(
             f"ncu profiled {profiled} of {total} launches of this benchmark's kernels in its ncu iterations "
             f"(--ncu-kernel-cap {cap}: each kernel at each grid/block shape at most {cap} times in the run); "
             f"the other {carried} are carried by the median ncu instance of the same kernel at the same shape"
+            + (f" ({nodes} of them nodes of a CUDA graph, whose kernels ncu's cap counts together)" if nodes else "")
         )
     if scaled:
         out.append(
