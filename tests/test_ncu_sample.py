@@ -163,3 +163,35 @@ def test_a_kernel_spelled_apart_by_ncu_and_nsys_still_matches(sweep: dict[str, A
     b = ncu_stats_sampled(spelled, sweep["specs"], sweep["refs"], sweep["found"], 1, sweep["iters"])
     assert [s.iterations_ns for s in b.stats] == [s.iterations_ns for s in a.stats]
     assert sum(b.missing) == 0 and b.carried == a.carried and sum(a.carried) > 0
+
+
+def test_a_graph_node_kernel_the_cap_never_reached_leaves_the_benchmark_unchecked() -> None:
+    """h200-mixed's graph window replays a multiply and an add; ncu's cap, which counts a graph's
+    node kernels together, profiled 3 of the first window's 80 node launches. With those 3 taken
+    out (as on a graph whose later nodes the cap never reaches), the window's node launches have
+    no ncu figure: they are counted as starved, the note says why and how to check the benchmark,
+    and no other benchmark is touched."""
+    r = _run("h200-mixed")
+    ncu: pd.DataFrame = r["ncu"]
+    graph = next(i for i, s in enumerate(r["specs"]) if "mixed.py:39" in s.nvtx_path)
+    inside = ncu["nvtx_ranges"].map(lambda p: any("mixed.py:39" in str(x) for x in p))
+    assert int(inside.sum()) == 3
+    got = ncu_stats_sampled(ncu[~inside], r["specs"], r["refs"], r["found"], 3, r["iters"])
+    full = ncu_stats_sampled(ncu, r["specs"], r["refs"], r["found"], 3, r["iters"])
+    assert full.starved[graph] == 0 and full.missing[graph] == 0
+    assert got.starved[graph] == got.missing[graph] == 80 * r["iters"] and got.carried[graph] == 0
+    assert any("nodes of a CUDA graph" in n and "--ncu-kernel-cap 0" in n for n in got.notes[graph])
+    assert all(s == 0 for i, s in enumerate(got.starved) if i != graph)
+    assert got.stats[:graph] == full.stats[:graph] and got.stats[graph + 1 :] == full.stats[graph + 1 :]
+    # The reconciliation then has no ncu figure for that benchmark: "no ncu", with the note, not a
+    # "missing kernels" verdict that would blame the user's timing.
+    d = RUNS / "h200-mixed"
+    layout, m = RunLayout(d), read_manifest(d)
+    nsys = load._read_nsys(layout, [])
+    _, refs = load.benchmark_clocks(r["specs"], r["found"], nsys, load._nsys_pass_timings(layout), "plain",
+                                    load.environment(m, layout, None), m, None)  # fmt: skip
+    out = load._reconcile_all(r["specs"], refs, ncu[~inside], r["found"], load._nsys_pass_timings(layout),
+                              tolerance=0.1, ncu_cache_control="all", manifest=m)  # fmt: skip
+    assert out[graph].ncu is None and out[graph].verdict.value == "no_ncu"
+    assert any("nodes of a CUDA graph" in n for n in out[graph].notes)
+    assert not any(c.code.value == "extra_or_missing_kernels" for c in out[graph].causes)

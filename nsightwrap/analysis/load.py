@@ -259,6 +259,10 @@ def _reconcile_all(
         sampled = ncu_stats_sampled(ncu, specs, [hz for hz, _ in refs], found, kernel_cap(m),
                                     int(iters) if isinstance(iters, int) and iters > 0 else None)  # fmt: skip
         n_list, sampled_notes = list(sampled.stats), sampled.notes
+        # A graph whose node kernels ncu's cap never reached has no ncu figure to judge it by
+        # (the note says why and how to get one), rather than a "missing kernels" verdict that
+        # blames the user's timing.
+        n_list = [None if (sampled.starved and sampled.starved[i]) else st for i, st in enumerate(n_list)]
     s_list: list[NsysStats | None] = [None] * len(specs)
     timelines: list[Timeline | None] = [None] * len(specs)
     facts: list[WindowFacts | None] = [None] * len(specs)

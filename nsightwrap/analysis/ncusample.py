@@ -63,6 +63,10 @@ class Sampled:
     profiled: tuple[int, ...]
     carried: tuple[int, ...]
     missing: tuple[int, ...]
+    #: Per benchmark: launches nsys saw as nodes of a CUDA graph whose kernel and shape ncu
+    #: profiled nowhere. ncu's cap counts a graph's node kernels together, so later nodes of a
+    #: graph may never be profiled: such a benchmark has no complete ncu figure.
+    starved: tuple[int, ...] = ()
 
 
 def kernel_cap(manifest: Mapping[str, Any]) -> int:
@@ -130,7 +134,7 @@ def ncu_stats_sampled(
     n = len(specs)
     if cap <= 0 or found is None or kernels.empty or not n:
         stats = ncu_stats_all(kernels, specs, ref_clocks_hz)
-        return Sampled(tuple(stats), ((),) * n, (0,) * n, (0,) * n, (0,) * n)
+        return Sampled(tuple(stats), ((),) * n, (0,) * n, (0,) * n, (0,) * n, (0,) * n)
     heads = {f"{s.nvtx_path}/{s.iter_prefix}": i for i, s in enumerate(specs)}
     place = [_ncu_iteration(p, heads) for p in kernels["nvtx_ranges"]]
     name = kernels["kernel"].astype(str).tolist()
@@ -187,7 +191,7 @@ def ncu_stats_sampled(
     added: list[dict[str, Any]] = []
     next_id = _next_launch_id(kernels)
     profiled, carried, missing = [0] * n, [0] * n, [0] * n
-    node_carried = [0] * n
+    node_carried, starved = [0] * n, [0] * n
     absent: list[Counter[str]] = [Counter() for _ in range(n)]
     scaled: list[list[float]] = [[] for _ in range(n)]
     unscaled: list[list[float]] = [[] for _ in range(n)]
@@ -206,6 +210,7 @@ def ncu_stats_sampled(
                 if key not in looked:
                     looked[key] = _lookup(key, inst, by_name)
                 got = looked[key]
+                node = (b, it if (b, it) in nsys_k else first, key) in graph_nodes
                 # Under ncu one iteration may hold fewer calls than under nsys (a graph of k calls,
                 # a block of Timer calls: one call each under ncu): nsys's count per call. The nsys
                 # pass may have captured fewer calls per sample than the plain pass timed: rounded,
@@ -214,9 +219,10 @@ def ncu_stats_sampled(
                 if got is None:
                     missing[b] += per_ncu
                     absent[b][_shown(key)] += per_ncu
+                    if node:
+                        starved[b] += per_ncu
                     continue
                 c_own = mine.get(got, 0)
-                node = (b, it if (b, it) in nsys_k else first, key) in graph_nodes
                 if node:
                     # ncu's per-launch-config filter counts the node kernels of a graph launch
                     # together, not per kernel: at --launch-count 3, 3 of a window's 80 node
@@ -253,9 +259,10 @@ def ncu_stats_sampled(
         frame = pd.concat([kernels, pd.DataFrame(added, columns=kernels.columns)], ignore_index=True)
     stats = ncu_stats_all(frame, specs, ref_clocks_hz)
     notes = tuple(
-        _notes(profiled[i], carried[i], absent[i], scaled[i], unscaled[i], cap, node_carried[i]) for i in range(n)
+        _notes(profiled[i], carried[i], absent[i], scaled[i], unscaled[i], cap, node_carried[i], starved[i])
+        for i in range(n)
     )
-    return Sampled(tuple(stats), notes, tuple(profiled), tuple(carried), tuple(missing))
+    return Sampled(tuple(stats), notes, tuple(profiled), tuple(carried), tuple(missing), tuple(starved))
 
 
 def _flush(spec: BenchmarkSpec) -> str:
@@ -410,6 +417,7 @@ def _span(ratios: Sequence[float]) -> str:
 def _notes(
     profiled: int, carried: int, absent: Counter[str], scaled: list[float], unscaled: list[float], cap: int,
     nodes: int = 0,
+    starved: int = 0,
 ) -> tuple[str, ...]:
     out: list[str] = []
     total = profiled + carried + sum(absent.values())
@@ -438,5 +446,11 @@ def _notes(
         out.append(
             f"no ncu figure for {sum(absent.values())} launch(es) nsys saw in this benchmark's ncu iterations: "
             f"ncu profiled no instance of {names}{more} at that shape; the ncu sum leaves them out"
+        )
+    if starved:
+        out.append(
+            f"{starved} of them are nodes of a CUDA graph: ncu's cap (--ncu-kernel-cap {cap}) counts a graph's node "
+            "kernels together, so it never reached these; without them ncu's sum is not the window's work, so this "
+            "benchmark is not checked against ncu. Profile again with --ncu-kernel-cap 0 to check it"
         )
     return tuple(out)
