@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_inspect_cli import cli
 
-from nsightwrap.cli import main
 from nsightwrap.cli.inspect_cmd import TABLE_ROWS
 from nsightwrap.export import frames
 
@@ -29,16 +29,6 @@ SQLITE = REF / "workload.sqlite"
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 FIXTURE_OPS = 297  # 234 kernels, 21 copies, 42 memsets
 COPIES = 8  # replicated kernel copies: 297 + 8 * 234 = 2,169 ops, past the 2,000-row table
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(["inspect", *args])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def table_rows(out: str) -> list[str]:

@@ -262,7 +262,7 @@ def _reconcile_all(
         # A graph whose node kernels ncu's cap never reached has no ncu figure to judge it by
         # (the note says why and how to get one), rather than a "missing kernels" verdict that
         # blames the user's timing.
-        n_list = [None if (sampled.starved and sampled.starved[i]) else st for i, st in enumerate(n_list)]
+        n_list = [None if starved else st for st, starved in zip(n_list, sampled.starved, strict=True)]
     s_list: list[NsysStats | None] = [None] * len(specs)
     timelines: list[Timeline | None] = [None] * len(specs)
     facts: list[WindowFacts | None] = [None] * len(specs)

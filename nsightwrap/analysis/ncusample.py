@@ -66,7 +66,7 @@ class Sampled:
     #: Per benchmark: launches nsys saw as nodes of a CUDA graph whose kernel and shape ncu
     #: profiled nowhere. ncu's cap counts a graph's node kernels together, so later nodes of a
     #: graph may never be profiled: such a benchmark has no complete ncu figure.
-    starved: tuple[int, ...] = ()
+    starved: tuple[int, ...]
 
 
 def kernel_cap(manifest: Mapping[str, Any]) -> int:
