@@ -66,15 +66,37 @@ def _pythonpath() -> str:
     return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
 
 
-def _verdicts(run_dir: Path, timeout: float | None) -> dict[str, str] | None:
-    """{benchmark: verdict} of a run directory, from its JSON report; None when it cannot be read."""
+def _verdicts(run_dir: Path, timeout: float | None) -> dict[str, dict[str, Any]] | None:
+    """{benchmark: {verdict, causes, ratio, ref_clock_hz, ref_clock_source}} of a run directory,
+    from its JSON report; None when it cannot be read."""
     try:
         cp = subprocess.run([sys.executable, "-m", "nsightwrap", "report", str(run_dir), "--format", "json"],
                             capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": _pythonpath()})  # fmt: skip
         doc = json.loads(cp.stdout)
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError):
         return None
-    return {str(b["name"]): str(b["verdict"]) for b in doc.get("benchmarks", [])}
+    return {
+        str(b["name"]): {
+            "verdict": str(b["verdict"]), "causes": sorted(str(c.get("code")) for c in b.get("causes") or ()),
+            "ratio": b.get("ratio"), "ref_clock_hz": b.get("ref_clock_hz"), "ref_clock_source": b.get("ref_clock_source"),
+        }
+        for b in doc.get("benchmarks", [])
+    }  # fmt: skip
+
+
+def compare_runs(got: dict[str, dict[str, Any]] | None, base: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
+    """The defaults' run against the baseline's: the same benchmarks with the same verdicts
+    (``same``), and per benchmark where the verdict, the causes, the ratio or the clock moved."""
+    got, base = got or {}, base or {}
+    names = sorted(set(got) | set(base))
+    differ = [k for k in names if (got.get(k) or {}).get("verdict") != (base.get(k) or {}).get("verdict")]
+    causes = [k for k in names if k not in differ and (got.get(k) or {}).get("causes") != (base.get(k) or {}).get("causes")]
+    rows = []
+    for k in names:
+        a, b = got.get(k) or {}, base.get(k) or {}
+        rows.append({"name": k, "defaults": a, "baseline": b})
+    return {"defaults": got, "baseline": base, "same": bool(got) and not differ, "differ": differ,
+            "causes_differ": causes, "rows": rows}  # fmt: skip
 
 
 def _profile(name: str, target: list[str], work: Path, args: list[str], timeout: float | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -114,10 +136,7 @@ def measure(target: list[str], work: Path, *, profile_args: list[str], timeout: 
         rows["nsightwrap profile (baseline: " + shlex.join(baseline_args) + ")"], _ = _profile(
             "profile-baseline", target, work, baseline_args, timeout
         )
-        got, base = _verdicts(work / "profile-run", timeout), _verdicts(work / "profile-baseline", timeout)
-        verdicts = {"defaults": got, "baseline": base,
-                    "same": got is not None and got == base,
-                    "differ": sorted(k for k in set(got or {}) | set(base or {}) if (got or {}).get(k) != (base or {}).get(k))}  # fmt: skip
+        verdicts = compare_runs(_verdicts(work / "profile-run", timeout), _verdicts(work / "profile-baseline", timeout))
     iters = str(manifest.get("settings", {}).get("ncu_iters") or 3)
     if not by_hand:
         return _result(target, rows, manifest, verdicts)
@@ -176,6 +195,20 @@ def table(res: dict[str, Any]) -> str:
             f"verdicts: the same {n} benchmark(s) and verdicts as the baseline" if v.get("same")
             else f"verdicts differ from the baseline on: {', '.join(v.get('differ') or []) or '(a report could not be read)'}"
         )
+        if v.get("causes_differ"):
+            lines.append(f"causes differ (same verdict) on: {', '.join(v['causes_differ'])}")
+        lines += ["", f"{'benchmark':<40} {'verdict (defaults / baseline)':<30} {'ratio':>13} {'clock GHz':>11}"]
+        for row in v.get("rows") or []:
+            a, b = row["defaults"], row["baseline"]
+
+            def num(x: Any, scale: float = 1.0) -> str:
+                return "-" if not isinstance(x, (int, float)) else f"{x / scale:.2f}"
+
+            lines.append(
+                f"{row['name'][:40]:<40} {str(a.get('verdict')) + ' / ' + str(b.get('verdict')):<30} "
+                f"{num(a.get('ratio')) + '/' + num(b.get('ratio')):>13} "
+                f"{num(a.get('ref_clock_hz'), 1e9) + '/' + num(b.get('ref_clock_hz'), 1e9):>11}"
+            )
     return "\n".join(lines)
 
 

@@ -1,19 +1,23 @@
-"""The clock sweep's base pass only where it can change an answer (issue 29): decided after the
-other passes from the run so far (analysis/basepass.py), on the shipped H200 runs and end to end
-with the fake tools."""
+"""The clock sweep's passes only where they can change an answer (issue 29): decided after the
+other passes from the run so far (analysis/basepass.py, analysis/whatif.py), on the shipped H200
+runs and end to end with the fake tools."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from fake_tools.harness import TARGET, manifest, passes, use_fakes
 from rich.console import Console
 
-from nsightwrap.analysis.basepass import base_pass_unneeded, check_run, clock_gaps
+from nsightwrap.analysis.basepass import base_pass_unneeded, check_run, clock_gaps, moved
 from nsightwrap.analysis.load import analyze
+from nsightwrap.analysis.whatif import WhatIf
 from nsightwrap.cli.profile_cmd import _Display
 from nsightwrap.core.contract import PASSES, ncu_default_filter
+from nsightwrap.core.rundir import read_manifest
 from nsightwrap.run.launch import DEFAULT_NCU_METRICS, target_argv
 from nsightwrap.run.profiling import Settings, find_tools, run_passes
 from nsightwrap.run.rundir import create_run_dir
@@ -40,7 +44,57 @@ def test_needed_where_a_loop_ran_at_another_clock() -> None:
 
 def test_a_run_without_a_measured_clock_needs_no_elasticity(tmp_path: Path) -> None:
     # Every benchmark is then compared at ncu's own clock: no duration is carried anywhere.
-    assert check_run(tmp_path, {"passes": []}) == "no benchmark has a measured SM clock to carry ncu's durations to"
+    assert check_run(tmp_path, {"passes": []}) == (
+        False, "no benchmark has a measured SM clock to carry ncu's durations to"
+    )
+
+
+def _without_sweep(tmp_path: Path, run: str) -> Path:
+    """A copy of a shipped run as it stood before its clock sweep."""
+    dst = tmp_path / run
+    shutil.copytree(RUNS / run, dst, ignore=shutil.ignore_patterns("ncu-duration", "ncu-base"))
+    return dst
+
+
+def test_what_if_moves_durations_and_guessed_elasticities_only() -> None:
+    ncu = pd.DataFrame({"duration_ns": [100.0, 200.0], "elasticity": [0.4, float("nan")]})
+    out = WhatIf(duration_scale=0.9, elasticity=1.0).apply(ncu)
+    assert out["duration_ns"].tolist() == [90.0, 180.0]
+    assert out["elasticity"].tolist() == [0.4, 1.0]  # a measured one stays
+    assert WhatIf(elasticity=7.0).apply(ncu)["elasticity"].tolist() == [0.4, 1.0]  # clamped to [0, 1]
+    assert ncu["duration_ns"].tolist() == [100.0, 200.0]  # the frame given is not touched
+
+
+def test_base_pass_skipped_where_neither_end_of_the_elasticities_moves_a_verdict(tmp_path: Path) -> None:
+    # h200-mixed: a 5.5% clock gap (over the 5% rule), but with every guessed elasticity at 0 or
+    # at 1 no benchmark's verdict or causes move; the full run's base pass changed none either.
+    run = _without_sweep(tmp_path, "h200-mixed")
+    runs, why = check_run(run, read_manifest(run), name="ncu-base")
+    assert not runs and why.startswith("no benchmark's verdict or causes move with the guessed clock elasticities")
+    assert "largest clock gap 5.5%" in why
+
+
+def test_base_pass_runs_where_an_end_of_the_elasticities_moves_a_cause(tmp_path: Path) -> None:
+    run = _without_sweep(tmp_path, "h200-sweep")
+    runs, why = check_run(run, read_manifest(run), name="ncu-base")
+    assert runs and why.startswith("with every guessed clock elasticity at 0, sweep.py:17 do_bench #3: flagged")
+
+
+def test_duration_pass_runs_where_a_tenth_on_the_durations_moves_an_answer(tmp_path: Path) -> None:
+    # On h200-mixed the duration pass moved one benchmark's ncu sum 7.3%: the what-if's 10% covers it.
+    run = _without_sweep(tmp_path, "h200-mixed")
+    runs, why = check_run(run, read_manifest(run), name="ncu-duration")
+    assert runs and why.startswith("with every ncu duration +10%, mixed.py:70 cuda_events #1: ok becomes explained")
+    res = analyze(run)
+    assert moved(res, res) is None
+    assert moved(res, analyze(run, what_if=WhatIf(duration_scale=1.1))) is not None
+
+
+def test_a_run_that_cannot_be_analysed_gets_the_pass(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "timer-1.json").write_text("{ not json")
+    runs, why = check_run(tmp_path, {"passes": []}, name="ncu-duration")
+    assert runs and why.startswith("the run so far could not be analysed")
 
 
 def _settings(argv: tuple[str, ...]) -> Settings:
@@ -57,22 +111,30 @@ def test_run_asks_after_the_other_passes_and_records_why_not(tmp_path: Path, mon
     display = _Display(Console(stderr=True), quiet=True, verbose=False)
     tools, skipped = find_tools(s, None, None, display)
     layout = create_run_dir(tmp_path / "run", s.passes)
-    seen: list[dict[str, Any]] = []
+    seen: list[tuple[str, dict[str, Any]]] = []
 
-    def check(root: Path, m: dict[str, Any]) -> str | None:
-        seen.append(m)
+    def check(name: str, root: Path, m: dict[str, Any]) -> tuple[bool, str]:
+        seen.append((name, m))
         assert root == layout.root
-        return "the clocks agree"
+        return (name == "ncu-duration", "a tenth moves a verdict" if name == "ncu-duration" else "the clocks agree")
 
-    code, status, _, _ = run_passes(s, layout, tools, skipped, display, base_check=check)
+    code, status, _, _ = run_passes(s, layout, tools, skipped, display, sweep_check=check)
     assert (code, status) == (0, "complete")
-    (m,) = seen
-    assert m["status"] == "running"
-    assert {p["name"]: p["status"] for p in m["passes"]} == {"plain": "ok", "ncu": "ok", "ncu-duration": "ok", "nsys": "ok"}
+    assert [n for n, _ in seen] == ["ncu-duration", "ncu-base"]
+    # Both asked after the nsys pass, the base pass after the duration pass ran.
+    assert {p["name"]: p["status"] for p in seen[0][1]["passes"]} == {"plain": "ok", "ncu": "ok", "nsys": "ok"}
+    assert {p["name"]: p["status"] for p in seen[1][1]["passes"]} == {
+        "plain": "ok", "ncu": "ok", "ncu-duration": "ok", "nsys": "ok"
+    }
     done = manifest(tmp_path / "run")
     base = passes(done)["ncu-base"]
     assert base["status"] == "skipped" and base["message"] == "not needed: the clocks agree"
     assert done["plan"]["cut"] == [{"pass": "ncu-base", "why": "not needed: the clocks agree"}]
+    assert done["plan"]["decided"] == [
+        {"pass": "ncu-duration", "runs": True, "why": "a tenth moves a verdict"},
+        {"pass": "ncu-base", "runs": False, "why": "the clocks agree"},
+    ]
+    assert [p["name"] for p in done["plan"]["passes"]] == ["plain", "ncu", "nsys", "ncu-duration", "ncu-base"]
     assert not (tmp_path / "run" / "ncu-base" / "report.ncu-rep").exists()
 
 
@@ -82,14 +144,19 @@ def test_always_runs_it_without_asking(tmp_path: Path, monkeypatch, capsys) -> N
     from fake_tools.harness import profile
 
     use_fakes(monkeypatch, tmp_path)
-    s = replace(_settings((str(TARGET),)), passes=("plain", "ncu"), base_pass="always")
+    s = replace(_settings((str(TARGET),)), passes=("plain", "ncu"), base_pass="always", duration_pass="always")
     display = _Display(Console(stderr=True), quiet=True, verbose=False)
     tools, skipped = find_tools(s, None, None, display)
     layout = create_run_dir(tmp_path / "run", s.passes)
     asked: list[Path] = []
-    code, _, _, _ = run_passes(s, layout, tools, skipped, display, base_check=lambda root, m: asked.append(root) or "no")
+    code, _, _, _ = run_passes(
+        s, layout, tools, skipped, display, sweep_check=lambda name, root, m: (asked.append(root), (False, "no"))[1]
+    )
     assert code == 0 and asked == []
     m = manifest(tmp_path / "run")
     assert passes(m)["ncu-base"]["status"] == "ok" and m["settings"]["base_pass"] == "always"
+    assert passes(m)["ncu-duration"]["status"] == "ok" and m["settings"]["duration_pass"] == "always"
     r = profile(capsys, "-o", "bad", "--base-pass", "never", str(TARGET))
     assert r.code == 2 and "--base-pass 'never' is not auto or always" in r.err
+    r = profile(capsys, "-o", "bad", "--duration-pass", "sometimes", str(TARGET))
+    assert r.code == 2 and "--duration-pass 'sometimes' is not auto or always" in r.err

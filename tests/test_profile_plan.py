@@ -9,27 +9,45 @@ from pathlib import Path
 from fake_tools.harness import FAKE_PATH, TARGET, manifest, passes, profile, use_fakes
 
 T = str(TARGET)
+#: Both clock-sweep passes in every run (by default each runs only where the analysis of the
+#: other passes says it can move an answer: tests/test_profile_basepass.py).
+SWEEP = ("--duration-pass", "always", "--base-pass", "always")
 
 
 def test_plan_printed_and_kept_with_actual_pass_times(tmp_path: Path, monkeypatch, capsys) -> None:
     use_fakes(monkeypatch, tmp_path)
     r = profile(capsys, "-o", "run", "--no-analyze", T)
     assert r.code == 0, r.err
-    order = ["plain", "ncu", "ncu-duration", "nsys", "ncu-base"]  # the base pass last: it may not be needed
+    order = ["plain", "ncu", "nsys", "ncu-duration", "ncu-base"]  # the sweep last: it may not be needed
     for i, name in enumerate(order, 1):
         assert f"plan {i}/5 {name}: " in r.err
     assert "each distinct kernel (name, grid, block) profiled at most 3 times in the pass" in r.err
-    assert "plan 5/5 ncu-base: ncu duration and SM clock at --clock-control base (only if a benchmark's " \
-        "measured SM clock is more than 5% from ncu's" in r.err
+    for name, clock in (("4/5 ncu-duration", "none"), ("5/5 ncu-base", "base")):
+        assert f"plan {name}: ncu duration and SM clock at --clock-control {clock} (only if it can move a " \
+            "verdict or a cause: decided after the other passes)" in r.err
+    assert "plan 3/5 nsys: nsys trace of CUDA and NVTX, every iteration; do_bench and Timer loops capped at " \
+        "100 ms (--nsys-loop-ms)" in r.err
     m = manifest(tmp_path / "run")
     plan = m["plan"]
     assert [p["name"] for p in plan["passes"]] == order
-    assert all(isinstance(p["actual_s"], float) and p["actual_s"] >= 0 for p in plan["passes"])
+    ran = {x["name"] for x in m["passes"] if x["status"] == "ok"}
+    assert {"plain", "ncu", "nsys"} <= ran
+    assert all(isinstance(p["actual_s"], float) and p["actual_s"] >= 0 for p in plan["passes"] if p["name"] in ran)
     assert all(p["estimate_s"] is not None for p in plan["passes"])
-    assert plan["budget_s"] is None and plan["cut"] == [] and plan["ncu_kernel_cap"] == 3
+    assert plan["budget_s"] is None and plan["ncu_kernel_cap"] == 3
+    # Each sweep pass asked the analysis first and the answer is kept, run or not.
+    assert [d["pass"] for d in plan["decided"]] == ["ncu-duration", "ncu-base"]
+    assert all(isinstance(d["runs"], bool) and d["why"] for d in plan["decided"])
+    assert plan["cut"] == [{"pass": d["pass"], "why": "not needed: " + d["why"]} for d in plan["decided"] if not d["runs"]]
     assert "(--ncu-kernel-cap)" in plan["passes"][1]["what"]
     # The manifest keeps the clock sweep's records beside the ncu pass's, as before.
     assert [x["name"] for x in m["passes"]] == ["plain", "ncu", "ncu-duration", "ncu-base", "nsys"]
+    p = passes(m)
+    assert p["nsys"]["env"]["NSIGHTWRAP_NSYS_LOOP_MS"] == "100" and m["settings"]["nsys_loop_ms"] == 100
+    r = profile(capsys, "-o", "run2", "--no-analyze", *SWEEP, T)
+    assert r.code == 0, r.err
+    m = manifest(tmp_path / "run2")
+    assert m["plan"]["cut"] == [] and m["plan"]["decided"] == []  # "always": nothing asked
     p = passes(m)
     for name in ("ncu", "ncu-duration", "ncu-base"):  # the cap is on by default, in every ncu pass
         argv = p[name]["commands"][0]["argv"]
@@ -41,20 +59,20 @@ def test_plan_printed_and_kept_with_actual_pass_times(tmp_path: Path, monkeypatc
 def test_budget_cuts_the_clock_sweep_and_says_so(tmp_path: Path, monkeypatch, capsys) -> None:
     use_fakes(monkeypatch, tmp_path)
     monkeypatch.setenv("TARGET_DELAY", "0.5")
-    r = profile(capsys, "-o", "run", "--no-analyze", "--budget", "1", T)
+    r = profile(capsys, "-o", "run", "--no-analyze", "--budget", "1", *SWEEP, T)
     assert r.code == 0, r.err
     m = manifest(tmp_path / "run")
     p = passes(m)
     assert p["ncu-duration"]["status"] == "skipped" and "--budget 1 s" in p["ncu-duration"]["message"]
     assert p["ncu-base"]["status"] == "skipped"
     assert p["ncu"]["status"] == "ok" and p["nsys"]["status"] == "ok"  # never cut
-    assert [c["pass"] for c in m["plan"]["cut"]] == ["ncu-duration", "ncu-base"]  # nsys ran between them
+    assert [c["pass"] for c in m["plan"]["cut"]] == ["ncu-duration", "ncu-base"]
     assert "ncu-duration pass cut: --budget 1 s" in r.err
 
 
 def test_generous_budget_cuts_nothing(tmp_path: Path, monkeypatch, capsys) -> None:
     use_fakes(monkeypatch, tmp_path)
-    r = profile(capsys, "-o", "run", "--no-analyze", "--budget", "3600", T)
+    r = profile(capsys, "-o", "run", "--no-analyze", "--budget", "3600", *SWEEP, T)
     assert r.code == 0, r.err
     m = manifest(tmp_path / "run")
     assert all(x["status"] == "ok" for x in m["passes"]) and m["plan"]["cut"] == []
@@ -62,7 +80,7 @@ def test_generous_budget_cuts_nothing(tmp_path: Path, monkeypatch, capsys) -> No
 
 def test_kernel_cap_reaches_every_ncu_pass(tmp_path: Path, monkeypatch, capsys) -> None:
     use_fakes(monkeypatch, tmp_path)
-    r = profile(capsys, "-o", "run", "--no-analyze", "--ncu-kernel-cap", "5", T)
+    r = profile(capsys, "-o", "run", "--no-analyze", "--ncu-kernel-cap", "5", *SWEEP, T)
     assert r.code == 0, r.err
     p = passes(manifest(tmp_path / "run"))
     for name in ("ncu", "ncu-duration", "ncu-base"):
@@ -71,6 +89,17 @@ def test_kernel_cap_reaches_every_ncu_pass(tmp_path: Path, monkeypatch, capsys) 
         assert argv[i : i + 4] == ["--filter-mode", "per-launch-config", "--launch-count", "5"], name
         assert argv.index("-f") > i  # an ncu option, before the target
     assert manifest(tmp_path / "run")["settings"]["ncu_kernel_cap"] == 5
+
+
+def test_nsys_loop_cap_is_the_users_choice(tmp_path: Path, monkeypatch, capsys) -> None:
+    use_fakes(monkeypatch, tmp_path)
+    r = profile(capsys, "-o", "run", "--no-analyze", "--passes", "plain,nsys", "--nsys-loop-ms", "0", T)
+    assert r.code == 0, r.err
+    m = manifest(tmp_path / "run")
+    assert passes(m)["nsys"]["env"]["NSIGHTWRAP_NSYS_LOOP_MS"] == "0"
+    assert "every iteration; the timing loops as the script runs them" in m["plan"]["passes"][1]["what"]
+    r = profile(capsys, "-o", "bad", "--nsys-loop-ms", "-1", T)
+    assert r.code == 2
 
 
 def test_profile_cost_benchmark_on_the_fakes(tmp_path: Path, monkeypatch, capsys) -> None:

@@ -1,11 +1,20 @@
-"""Whether the clock sweep's base pass can change an answer, decided after the other passes.
+"""Whether the clock sweep's passes can change an answer, decided after the other passes.
 
-The base pass (ncu at ``--clock-control base``) measures each kernel's clock elasticity ``e``,
-which carries ncu's duration from the clock ncu ran the kernel at (``f_ncu``) to the benchmark's
-measured clock (``f_ref``): ``t * (f_ncu / f_ref) ** e``. With ``e`` anywhere in [0, 1], that
-factor lies between 1 and ``f_ncu / f_ref``, so where every benchmark's two clocks are within
-``BASE_CLOCK_GAP`` of each other, no measured elasticity can move a ratio by more than that, and
-the pass is skipped. The shipped runs measured it (docs/profile.md, "What the clock sweep buys").
+**The base pass** (ncu at ``--clock-control base``) measures each kernel's clock elasticity
+``e``, which carries ncu's duration from the clock ncu ran the kernel at (``f_ncu``) to the
+benchmark's measured clock (``f_ref``): ``t * (f_ncu / f_ref) ** e``. With ``e`` anywhere in
+[0, 1], that factor lies between 1 and ``f_ncu / f_ref``, so where every benchmark's two clocks
+are within ``BASE_CLOCK_GAP`` of each other, no measured elasticity can move a ratio by more than
+that, and the pass is skipped. Where they are further apart, the run is analysed again with every
+guessed elasticity at 0 and at 1 (analysis/whatif.py, the ends of what a measured one can be):
+where neither end moves any benchmark's verdict or causes, the pass is skipped.
+
+**The duration pass** (ncu with each kernel's duration and SM clock only) replaces the ncu
+pass's durations, which its counters' replay passes move (docs/timer-accuracy.md); the run is
+analysed with every ncu duration ``DURATION_MOVE`` shorter and longer, and where no verdict or
+cause moves, the pass is skipped.
+
+The shipped runs measured what each pass buys (docs/profile.md, "What the clock sweep buys").
 """
 
 from __future__ import annotations
@@ -15,7 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from nsightwrap.analysis.model import RunResult
+from nsightwrap.analysis.whatif import WhatIf
 from nsightwrap.core.contract import BASE_CLOCK_GAP
+from nsightwrap.core.rundir import CLOCK_SWEEP_PASS
+
+#: How far the duration pass can move a benchmark's ncu durations, as a fraction: on the shipped
+#: H200 runs (15 benchmarks) it moved a benchmark's ncu sum by 0.0-1.8%, and by 7.3% on one of
+#: fixtures/runs/h200-mixed (radix-sort kernels the counters' replay reads 10% short); single
+#: kernels of a few us moved up to 22%.
+DURATION_MOVE = 0.10
 
 
 def clock_gaps(result: RunResult) -> list[tuple[str, float]]:
@@ -43,15 +60,60 @@ def base_pass_unneeded(result: RunResult, gap: float = BASE_CLOCK_GAP) -> str | 
     )
 
 
-def check_run(run_dir: Path, manifest: Mapping[str, Any], read_ncu: Any = None) -> str | None:
-    """``base_pass_unneeded`` of the run as it stands (``nsightwrap profile`` asks before the base
-    pass; ``read_ncu``: the ncu report reader, the CLI's runs in a child process so that a crash of
-    the native reader cannot take the profile down). A run the analysis cannot read yet gets the
-    pass (None)."""
+def diagnoses(result: RunResult) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Per benchmark its verdict and the codes of its causes: what a what-if must not move."""
+    return {b.name: (b.verdict.value, tuple(sorted(c.code.value for c in b.causes))) for b in result.benchmarks}
+
+
+def moved(base: RunResult, other: RunResult) -> str | None:
+    """The first benchmark whose verdict or causes differ between the two analyses, in one line;
+    None where none does."""
+    a, b = diagnoses(base), diagnoses(other)
+    for name, (v, causes) in a.items():
+        w, other_causes = b.get(name, ("missing", ()))
+        if (v, causes) != (w, other_causes):
+            def say(x: str, c: tuple[str, ...]) -> str:
+                return x + (f" ({', '.join(c)})" if c else "")
+
+            return f"{name}: {say(v, causes)} becomes {say(w, other_causes)}"
+    extra = sorted(set(b) - set(a))
+    return f"{extra[0]} appears" if extra else None
+
+
+def check_run(
+    run_dir: Path, manifest: Mapping[str, Any], read_ncu: Any = None, name: str = CLOCK_SWEEP_PASS
+) -> tuple[bool, str]:
+    """Whether pass ``name`` (``ncu-duration`` or ``ncu-base``) can change an answer of the run as
+    it stands, and why, in one line (``nsightwrap profile`` asks before each; ``read_ncu``: the ncu
+    report reader, the CLI's runs in a child process so that a crash of the native reader cannot
+    take the profile down). A run the analysis cannot read yet gets the pass."""
     from nsightwrap.analysis.load import analyze
 
+    kw: dict[str, Any] = {"manifest": manifest, **({"read_ncu": read_ncu} if read_ncu else {})}
     try:
-        result = analyze(run_dir, manifest=manifest, **({"read_ncu": read_ncu} if read_ncu else {}))
-    except Exception:  # noqa: BLE001 - whatever the reason, the pass then runs: never less data
-        return None
-    return base_pass_unneeded(result)
+        result = analyze(run_dir, **kw)
+        if name == CLOCK_SWEEP_PASS:
+            why = base_pass_unneeded(result)
+            if why is not None:
+                return False, why
+            for e in (0.0, 1.0):
+                change = moved(result, analyze(run_dir, what_if=WhatIf(elasticity=e), **kw))
+                if change is not None:
+                    return True, f"with every guessed clock elasticity at {e:g}, {change}"
+            gap_name, worst = max(clock_gaps(result), key=lambda x: x[1])
+            return False, (
+                f"no benchmark's verdict or causes move with the guessed clock elasticities at 0 or at 1 "
+                f"(largest clock gap {100 * worst:.1f}%, {gap_name})"
+            )
+        if not result.benchmarks:
+            return False, "no benchmark to judge"
+        for scale in (1 - DURATION_MOVE, 1 + DURATION_MOVE):
+            change = moved(result, analyze(run_dir, what_if=WhatIf(duration_scale=scale), **kw))
+            if change is not None:
+                return True, f"with every ncu duration {100 * (scale - 1):+g}%, {change}"
+        return False, (
+            f"no benchmark's verdict or causes move with every ncu duration {100 * DURATION_MOVE:g}% shorter "
+            "or longer, more than the duration pass moves them"
+        )
+    except Exception as exc:  # noqa: BLE001 - whatever the reason, the pass then runs: never less data
+        return True, f"the run so far could not be analysed ({type(exc).__name__}: {exc})"

@@ -52,6 +52,7 @@ from nsightwrap.analysis.ncusample import kernel_cap, ncu_stats_sampled
 from nsightwrap.analysis.power import attach_power
 from nsightwrap.analysis.reconcile import BenchmarkSpec, reconcile_all, specs_from_nvtx
 from nsightwrap.analysis.roofline import attach_rooflines
+from nsightwrap.analysis.whatif import WhatIf
 from nsightwrap.analysis.window_facts import WindowFacts, window_facts
 from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, PASS_NSYS, SIDECAR_GLOB, uuid_key
 from nsightwrap.core.errors import NativeReaderCrashed, NsightwrapError, ReportParseError, UsageError
@@ -80,11 +81,13 @@ def analyze(
     device_file: Path | None = None,
     read_ncu: NcuRepReader = read_ncu_rep,
     manifest: Mapping[str, Any] | None = None,
+    what_if: WhatIf | None = None,
 ) -> RunResult:
     """Load ``run_dir`` through the parsers, normalize to one SM clock and reconcile; place every
     benchmark on the GPU's roofline (``device_file``, else the run's or the cached one, analysis/roofline.py).
     ``read_ncu`` reads the ncu passes' reports (see the module docs); ``manifest``: the run's manifest
-    as it stands, for a run still running (its file comes last)."""
+    as it stands, for a run still running (its file comes last); ``what_if``: the same run with ncu's
+    durations or guessed elasticities moved (analysis/sweepcheck.py asks it before the clock sweep)."""
     if not tolerance > 0:
         raise UsageError(f"--tolerance {tolerance} must be above 0", hint="e.g. --tolerance 10 for 10%")
     ref_choice = parse_clock_ref(clock_ref)
@@ -110,6 +113,8 @@ def analyze(
     ncu = _read_ncu(layout, notes, crashes, read_ncu)
     if ncu is not None:
         ncu = _with_clock_sweep(ncu, layout, manifest, notes, crashes, read_ncu)
+        if what_if is not None:
+            ncu = what_if.apply(ncu)
     nsys = _read_nsys(layout, notes)
     sidecars = [(p, read_sidecar_doc(p)) for p in sorted(layout.pass_dir("plain").glob(SIDECAR_GLOB))]
     env = environment(

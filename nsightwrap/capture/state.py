@@ -145,6 +145,10 @@ class Layer:
             self.ncu_iters = max(1, int(env.get(contract.ENV_NCU_ITERS, "3")))
         except ValueError:
             self.ncu_iters = 3
+        try:
+            self.nsys_loop_ms = max(0.0, float(env.get(contract.ENV_NSYS_LOOP_MS, contract.NSYS_LOOP_MS)))
+        except ValueError:
+            self.nsys_loop_ms = float(contract.NSYS_LOOP_MS)
         self.labels = _parse_labels(env.get(contract.ENV_LABELS, ""))
         self.captures: list[Capture] = []
         self.not_captured: list[dict[str, Any]] = []
@@ -167,6 +171,13 @@ class Layer:
     @property
     def under_ncu(self) -> bool:
         return self.pass_name == contract.PASS_NCU
+
+    @property
+    def loop_cap_ms(self) -> float | None:
+        """Under nsys, the longest loop (ms) a do_bench or Timer autorange call may run; else None."""
+        if self.pass_name != contract.PASS_NSYS or not self.nsys_loop_ms > 0:
+            return None
+        return self.nsys_loop_ms
 
     @property
     def ranges_on(self) -> bool:

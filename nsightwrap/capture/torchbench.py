@@ -5,7 +5,8 @@ A Timer measures blocks: ``number`` runs of ``stmt`` between two calls of its ti
 CUDA machine, by default) synchronizes the device and reads the host clock. The layer wraps the
 Timer's inner ``timeit.Timer`` for the duration of the user's call to see every block (the
 block-size estimate, timeit's warm-up block, the measured blocks); the ``Measurement`` returned
-is the user's number. Under nsys each measured block is the range ``<name>/iter<k>`` (pushed
+is the user's number. Under nsys ``blocked_autorange``'s and ``adaptive_autorange``'s run times are
+capped at ``--nsys-loop-ms`` (100 ms by default), and each measured block is the range ``<name>/iter<k>`` (pushed
 after the block's start time is read, popped before its end time is read), the others
 ``warm<k>``; a measured block holds ``number`` calls (``method.calls_per_sample``).
 
@@ -139,6 +140,8 @@ def _make(orig: Any, method: str) -> Any:
             return orig(self, *args, **kwargs)
         if L.under_ncu:
             return _ncu_iterations(L, cap, self)
+        with guarded("torch_benchmark"):
+            args, kwargs = _shorten(orig, method, self, args, kwargs, L.loop_cap_ms, cap)
         ctx = _Ctx(L, cap, method)
         inner = self._timer
         self._timer = _InnerProxy(inner, ctx)
@@ -163,6 +166,34 @@ def _make(orig: Any, method: str) -> Any:
         return m
 
     return wrapper
+
+
+#: The run-time arguments (seconds) of the autorange methods, capped under nsys.
+_LOOP_ARGS = {"blocked_autorange": ("min_run_time",), "adaptive_autorange": ("min_run_time", "max_run_time")}
+
+
+def _shorten(orig: Any, method: str, timer: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+             cap_ms: float | None, cap: Capture) -> tuple[tuple[Any, ...], dict[str, Any]]:  # fmt: skip
+    """Under nsys, the call's run-time arguments capped at ``cap_ms`` (``timeit``'s ``number`` is
+    the user's: how long it runs is not known before it runs). The cap and the asked values go in
+    ``method.nsys_loop_ms``."""
+    names = _LOOP_ARGS.get(method)
+    if cap_ms is None or not names:
+        return args, kwargs
+    import inspect
+
+    b = inspect.signature(orig).bind(timer, *args, **kwargs)
+    b.apply_defaults()
+    short: dict[str, list[float]] = {}
+    for n in names:
+        v = b.arguments.get(n)
+        if isinstance(v, (int, float)) and v * 1e3 > cap_ms:
+            short[n] = [float(v) * 1e3, float(cap_ms)]
+            b.arguments[n] = cap_ms / 1e3
+    if not short:
+        return args, kwargs
+    cap.method["nsys_loop_ms"] = short
+    return tuple(b.args[1:]), dict(b.kwargs)
 
 
 def _finish(L: Layer, cap: Capture, timer: Any, ctx: _Ctx, m: Any) -> None:

@@ -1,6 +1,7 @@
 """``triton.testing.do_bench`` and ``do_bench_cudagraph``, captured.
 
-Plain and nsys passes: the user's call runs triton's own function, unchanged; the layer sees the
+Plain and nsys passes: the user's call runs triton's own function, unchanged (under nsys with
+``warmup`` and ``rep`` capped at ``--nsys-loop-ms``, 100 ms by default); the layer sees the
 event windows it opens (``events.Sink``): the first is triton's runtime estimate (5 calls), the
 rest are the timed repeats, all queued before one synchronize (do_bench, each after a zeroing
 L2 flush) or one graph replay of ``n_repeat`` calls each (do_bench_cudagraph). Under nsys the
@@ -169,9 +170,37 @@ def make_wrapper(orig: Any, kind: str) -> Any:
     return wrapper
 
 
+#: The loop-length arguments of each kind, in ms, and their defaults.
+_LOOP_ARGS = {"do_bench": (("warmup", 25.0), ("rep", 100.0)), "do_bench_cudagraph": (("rep", 20.0),)}
+
+
+def shortened_loop(p: dict[str, Any], kind: str, cap_ms: float | None) -> dict[str, list[float]]:
+    """Under nsys, the loop-length arguments (ms) that go over ``cap_ms``, each ``[asked, run]``;
+    empty where nothing is shortened. The nsys pass's use of a loop is its iterations (kernels,
+    gaps, clock), not its length (docs/capture.md, "Shorter loops under the profilers")."""
+    if cap_ms is None:
+        return {}
+    out: dict[str, list[float]] = {}
+    for name, default in _LOOP_ARGS.get(kind, ()):
+        asked = p.get(name, default)
+        try:
+            v = float(asked)
+        except (TypeError, ValueError):
+            continue
+        if v > cap_ms:
+            out[name] = [v, float(cap_ms)]
+    return out
+
+
 def _measured(L: Layer, cap: Capture, p: dict[str, Any], kind: str, orig: Any, args: Any, kwargs: Any) -> Any:
     sink = _BenchWindows(cap, L)
     fn = p["fn"]
+    short = shortened_loop(p, kind, L.loop_cap_ms)
+    if short:
+        # The call made with every argument named (the user's, bound to triton's signature), the
+        # loop's length capped: what it computes and returns is otherwise the user's call.
+        args, kwargs = (), {**p, **{k: v[1] for k, v in short.items()}}
+        cap.method["nsys_loop_ms"] = {k: v for k, v in short.items()}
     if kind == "do_bench_cudagraph":
         # Count fn's calls: those made between the estimate and the first replay are the calls
         # captured in the graph (n_repeat).

@@ -22,7 +22,13 @@ from nsightwrap.cli import app, invoked
 from nsightwrap.cli.device_cmd import place_device_file
 from nsightwrap.cli.doctor_cmd import preflight
 from nsightwrap.cli.gpus import GpuRun, run_on_gpus
-from nsightwrap.core.contract import PASSES, ROOFLINE_NCU_METRICS, ncu_default_filter, ncu_iteration_filter
+from nsightwrap.core.contract import (
+    NSYS_LOOP_MS,
+    PASSES,
+    ROOFLINE_NCU_METRICS,
+    ncu_default_filter,
+    ncu_iteration_filter,
+)
 from nsightwrap.core.errors import (
     EXIT_INTERRUPTED,
     EXIT_NATIVE_CRASH,
@@ -56,18 +62,31 @@ from nsightwrap.run.shards import ShardSpec, shard_spec
 _DEFAULT_NCU_ITERS = 3
 
 
-def _base_pass_choice(value: str) -> str:
+def _sweep_choice(option: str, value: str) -> str:
     if value not in ("auto", "always"):
-        raise UsageError(f"--base-pass {value!r} is not auto or always", hint="--base-pass always runs it in every run")
+        raise UsageError(f"{option} {value!r} is not auto or always", hint=f"{option} always runs it in every run")
     return value
 
 
-def _base_check(root: Path, manifest: dict[str, Any]) -> str | None:
-    """Before the base pass: why it is not needed, or None (analysis/basepass.py)."""
+def _sweep_check() -> Any:
+    """Before each clock-sweep pass: whether it can change an answer (analysis/basepass.py). The
+    ncu reports are read once (in a child process) for all the analyses the checks make."""
     from nsightwrap.analysis.basepass import check_run
     from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
-    return check_run(root, manifest, read_ncu_rep_isolated)
+    memo: dict[tuple[str, int, int], Any] = {}
+
+    def read(path: Path) -> Any:
+        st = Path(path).stat()
+        key = (str(path), st.st_mtime_ns, st.st_size)
+        if key not in memo:
+            memo[key] = read_ncu_rep_isolated(path)
+        return memo[key].copy()
+
+    def check(name: str, root: Path, manifest: dict[str, Any]) -> tuple[bool, str]:
+        return check_run(root, manifest, read, name)
+
+    return check
 
 
 #: Seconds between two heartbeat lines of a pass without a terminal (``NSIGHTWRAP_HEARTBEAT_S``).
@@ -422,6 +441,23 @@ def profile_command(
             "ncu ran its kernels at (below that no elasticity can move a ratio by more); always.",
         ),
     ] = "auto",
+    duration_pass: Annotated[
+        str,
+        typer.Option(
+            "--duration-pass", metavar="auto|always",
+            help="When to run the clock sweep's duration pass (ncu with each kernel's duration and SM clock only, "
+            "the durations the analysis uses): auto, after the nsys pass and only if moving every ncu duration "
+            "5% either way moves a verdict or a cause; always.",
+        ),
+    ] = "auto",
+    nsys_loop_ms: Annotated[
+        float,
+        typer.Option(
+            "--nsys-loop-ms", min=0, metavar="MS",
+            help="Under nsys, cap each do_bench and Timer autorange loop at MS ms (default 100, do_bench's own "
+            "default): the trace needs each iteration, not the loop's length; 0: the loops as the script asks.",
+        ),
+    ] = float(NSYS_LOOP_MS),
     no_gpu_metrics: Annotated[
         bool,
         typer.Option(
@@ -493,7 +529,8 @@ def profile_command(
         nsys_extra=tuple(split_args(nsys_args, "--nsys-args")), quiet=quiet, verbose=verbose,
         shard=_shard_spec(shard, shard_by, replicate, gpus), clock_sweep=not no_clock_sweep,
         gpu_metrics=not no_gpu_metrics, ncu_kernel_cap=ncu_kernel_cap, budget_s=budget,
-        base_pass=_base_pass_choice(base_pass),
+        base_pass=_sweep_choice("--base-pass", base_pass),
+        duration_pass=_sweep_choice("--duration-pass", duration_pass), nsys_loop_ms=nsys_loop_ms,
     )  # fmt: skip
     if gpus is not None:
         g = GpuRun(gpus, s.target, target_tokens, output, replicate, shard_by, allow_failed_shards, quiet,
@@ -506,7 +543,7 @@ def profile_command(
     layout = create_run_dir(run_dir, s.passes)
     if not no_checks:
         preflight(display.warn)  # nsightwrap doctor's quick checks: only what is not ok is shown
-    code, status, problems, interrupted = run_passes(s, layout, tools, skipped, display, base_check=_base_check)
+    code, status, problems, interrupted = run_passes(s, layout, tools, skipped, display, sweep_check=_sweep_check())
     place_device_file(layout.root, device_file, err, quiet=quiet)
     for p in problems:
         _print_problem(err, p)

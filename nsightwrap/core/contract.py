@@ -16,6 +16,13 @@ ENV_PASS = "NSIGHTWRAP_PASS"
 #: Under the ncu pass, how many measured iterations each benchmark runs (ncu replays each
 #: kernel many times, so timings there are meaningless; a few iterations are enough).
 ENV_NCU_ITERS = "NSIGHTWRAP_NCU_ITERS"
+#: Under the nsys pass, the longest timing loop the capture layer lets a ``do_bench`` or
+#: ``Timer`` autorange call run, in ms (``nsightwrap profile --nsys-loop-ms``; ``0``: the script's
+#: own). The nsys pass reads each iteration's kernels, gaps and clock, not the loop's length, and
+#: a trace of every repeat costs minutes to write and read (docs/capture.md).
+ENV_NSYS_LOOP_MS = "NSIGHTWRAP_NSYS_LOOP_MS"
+#: The default of ``ENV_NSYS_LOOP_MS``: ``triton.testing.do_bench``'s own default ``rep``.
+NSYS_LOOP_MS = 100
 
 #: ``I/N``: this run is shard I (0-based) of N (``nsightwrap profile --shard``); the timer and
 #: the capture layer time only the benchmarks ``nsightwrap.core.shard.in_shard`` deals to it.

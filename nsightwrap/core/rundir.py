@@ -37,7 +37,8 @@ CLOCK_SWEEP_PASS = "ncu-base"
 #: clock only): its manifest name and directory. Its durations are the ones the analysis uses: the
 #: ncu pass's many counters take 12 replay passes, which read some kernels several % longer.
 DURATION_PASS = "ncu-duration"
-#: The clock sweep's two passes, in the order they run (right after the ncu pass).
+#: The clock sweep's two passes, in the order they run (after the nsys pass, each only where it
+#: can change an answer: analysis/basepass.py).
 SWEEP_PASSES = (DURATION_PASS, CLOCK_SWEEP_PASS)
 #: ``format`` of the manifest of a run merged from shards (``nsightwrap merge``, ``--gpus``;
 #: written by nsightwrap.run.merge, read here, documented in docs/cluster.md).

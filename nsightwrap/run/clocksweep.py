@@ -15,6 +15,9 @@ durations are the ones the analysis uses (``analysis.clocks.attach_durations``);
 keeps its counters.
 
 Both profile the same NVTX iteration ranges with the same ncu arguments (one replay per kernel).
+They run after the nsys pass, each only where the analysis of the run so far says it can move a
+verdict or a cause (``analysis.basepass.check_run``; ``--duration-pass`` / ``--base-pass always``
+run them in every run).
 Whatever goes wrong in them, the run goes on: a failed or timed-out pass is recorded in the
 manifest (status ``failed`` / ``timeout``, with a message), the user is warned, the exit code is
 untouched, and the analysis falls back (the ncu pass's durations; the heuristic for ``e``) and

@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nsightwrap import __version__
-from nsightwrap.core.contract import BASE_CLOCK_GAP, ENV_NCU_ITERS, PASS_NCU, PASS_NSYS, PASS_PLAIN
+from nsightwrap.core.contract import (
+    ENV_NCU_ITERS,
+    ENV_NSYS_LOOP_MS,
+    NSYS_LOOP_MS,
+    PASS_NCU,
+    PASS_NSYS,
+    PASS_PLAIN,
+)
 from nsightwrap.core.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -126,8 +133,15 @@ class Settings:
     #: 0: no cap. The analysis carries the launches left out (analysis/ncusample.py).
     ncu_kernel_cap: int = DEFAULT_NCU_KERNEL_CAP
     #: ``--base-pass auto|always``: auto runs the base pass only where a benchmark's measured SM
-    #: clock is more than ``BASE_CLOCK_GAP`` from ncu's (the run's ``base_check`` decides).
+    #: clock is more than ``BASE_CLOCK_GAP`` from ncu's and the guessed elasticities move an answer
+    #: (the run's ``sweep_check`` decides).
     base_pass: str = "auto"
+    #: ``--duration-pass auto|always``: auto runs the duration pass only where moving ncu's
+    #: durations by what it can move them changes a verdict or a cause (analysis/basepass.py).
+    duration_pass: str = "auto"
+    #: ``--nsys-loop-ms``: under nsys the capture layer caps do_bench's and Timer's loops at this
+    #: many ms (``ENV_NSYS_LOOP_MS``); 0: the script's own lengths.
+    nsys_loop_ms: float = NSYS_LOOP_MS
     #: ``--budget SECONDS``: the whole profile's time; the clock sweep's passes are cut when the
     #: estimate says they do not fit (``Plan``).
     budget_s: float | None = None
@@ -139,7 +153,7 @@ class Settings:
             "set": self.section_set, "ncu_args": list(self.ncu_extra), "nsys_args": list(self.nsys_extra),
             "clock_sweep": self.clock_sweep, "gpu_metrics": self.gpu_metrics, "capture": self.capture,
             "labels": dict(self.labels), "ncu_kernel_cap": self.ncu_kernel_cap, "budget_s": self.budget_s,
-            "base_pass": self.base_pass,
+            "base_pass": self.base_pass, "duration_pass": self.duration_pass, "nsys_loop_ms": self.nsys_loop_ms,
         }  # fmt: skip
 
 
@@ -362,7 +376,7 @@ class Profiler:
             gpu_metrics_flag=self.nsys_gpu_metrics,
             extra=self.s.nsys_extra,
         )
-        env = pass_env(L.root, PASS_NSYS, self._target_env())
+        env = pass_env(L.root, PASS_NSYS, {**self._target_env(), ENV_NSYS_LOOP_MS: f"{self.s.nsys_loop_ms:g}"})
         cmds = [self._run(PASS_NSYS, argv, env, deadline)]
         problem = self._command_problem(PASS_NSYS, "nsys profile", cmds[0])
         if problem is not None and self.nsys_gpu_metrics and not self.interrupted and cmds[0].status != "timeout":
@@ -613,19 +627,19 @@ def sigterm_as_interrupt() -> Iterator[None]:
             signal.signal(signal.SIGTERM, old)
 
 
-#: Asked before the base pass, with the run directory and the manifest so far: None when the pass
-#: is needed, else why not (the CLI answers from the analysis: analysis/basepass.py).
-BaseCheck = Callable[[Path, dict[str, Any]], "str | None"]
+#: Asked before each pass of the clock sweep, with its name, the run directory and the manifest
+#: so far: whether the pass can change an answer, and why (the CLI answers from the analysis:
+#: analysis/basepass.py).
+SweepCheck = Callable[[str, Path, dict[str, Any]], "tuple[bool, str]"]
 
 
 def _clock_sweep(
     prof: Profiler, s: Settings, display: Display, plan: Plan | None = None,
-    names: tuple[str, ...] = SWEEP_PASSES, needed: Callable[[], str | None] | None = None,
+    names: tuple[str, ...] = SWEEP_PASSES, needed: Callable[[str], tuple[bool, str] | None] | None = None,
 ) -> None:  # fmt: skip
-    """Passes of the clock sweep after a good ncu pass (nsightwrap.run.clocksweep): the duration
-    pass right after it, the base pass after every other pass, and only where ``needed`` says so
-    (it returns why not, or None). They never fail the run: a failure is a warning, recorded in the
-    manifest, and the analysis falls back."""
+    """Passes of the clock sweep after the ncu and nsys passes (nsightwrap.run.clocksweep), each
+    only where ``needed`` says it can change an answer (None: it runs). They never fail the run: a
+    failure is a warning, recorded in the manifest, and the analysis falls back."""
     ncu = prof.records.get(PASS_NCU)
     for name in names:
         if not s.clock_sweep:
@@ -635,13 +649,18 @@ def _clock_sweep(
             why = "interrupted" if prof.interrupted else "the ncu pass did not succeed"
             prof.records[name] = PassRecord(name, "skipped", message=why)
             continue
-        unneeded = needed() if needed is not None and name == CLOCK_SWEEP_PASS else None
-        if unneeded is not None:
+        decision = needed(name) if needed is not None else None
+        if decision is not None and plan is not None:
+            plan.decided.append({"pass": name, "runs": decision[0], "why": decision[1]})
+        if decision is not None and not decision[0]:
+            unneeded = decision[1]
             prof.records[name] = PassRecord(name, "skipped", message=f"not needed: {unneeded}")
             display.warn(f"{name} pass skipped, not needed: {unneeded}")
             if plan is not None:
                 plan.cut.append({"pass": name, "why": f"not needed: {unneeded}"})
             continue
+        if decision is not None:
+            display.warn(f"{name} pass needed: {decision[1]}")
         cut = plan.fits(name) if plan is not None else None
         if cut is not None:
             prof.records[name] = PassRecord(name, "skipped", message=cut)
@@ -676,11 +695,14 @@ def kernel_cap_args(cap: int, user: tuple[str, ...] | list[str] = ()) -> list[st
 
 
 #: Rough cost of each pass as a multiple of the plain pass's wall time, before the ncu pass has
-#: run (measured: ncu 3.9x, nsys 3.7x, the sweep's passes 1.1-1.4x).
-_ESTIMATE_X = {PASS_PLAIN: 1.0, PASS_NCU: 3.0, PASS_NSYS: 3.0}
+#: run (measured on the GEMM sweep, H200, 2026-12-04: ncu 1.9x, nsys 1.5x with the loops capped
+#: at 100 ms and 4.1x without, the sweep's passes 0.6x).
+_ESTIMATE_X = {PASS_PLAIN: 1.0, PASS_NCU: 2.0, PASS_NSYS: 1.5}
+#: The nsys pass without the loop cap (``--nsys-loop-ms 0``, or no capture layer).
+_NSYS_FULL_X = 4.0
 #: Each pass of the clock sweep against the ncu pass it repeats with two metrics (one replay per
-#: kernel instead of 12): 0.29x and 0.36x where measured.
-_SWEEP_OF_NCU = 0.4
+#: kernel instead of 17): 0.29x where measured (2026-12-04).
+_SWEEP_OF_NCU = 0.3
 
 
 class Plan:
@@ -695,14 +717,14 @@ class Plan:
             if p in skipped:
                 continue
             self.names.append(p)
-            if p == PASS_NCU and s.clock_sweep:
-                self.names.append(DURATION_PASS)
         if s.clock_sweep and PASS_NCU in self.names:
-            # Last: it runs only where a benchmark's measured clock (the nsys pass) is away from ncu's.
-            self.names.append(CLOCK_SWEEP_PASS)
+            # Last: each runs only where the analysis of the other passes says it can change an answer.
+            self.names += [DURATION_PASS, CLOCK_SWEEP_PASS]
         self.estimate_s: dict[str, float] = {}
         self.actual_s: dict[str, float] = {}
         self.cut: list[dict[str, Any]] = []
+        #: Each clock-sweep pass's decision: ``{"pass", "runs", "why"}``.
+        self.decided: list[dict[str, Any]] = []
 
     def what(self, name: str) -> str:
         s = self.s
@@ -717,14 +739,19 @@ class Plan:
             head = {PASS_NCU: "counters", CLOCK_SWEEP_PASS: "duration and SM clock at --clock-control base"}.get(
                 name, "duration and SM clock at --clock-control none"
             )
+            auto = s.base_pass if name == CLOCK_SWEEP_PASS else s.duration_pass
             when = (
-                f" (only if a benchmark's measured SM clock is more than {100 * BASE_CLOCK_GAP:g}% from ncu's; "
-                "decided after the other passes)" if name == CLOCK_SWEEP_PASS and s.base_pass == "auto" else ""
+                " (only if it can move a verdict or a cause: decided after the other passes)"
+                if name in SWEEP_PASSES and auto == "auto" else ""
             )
             if name != PASS_NCU:
                 return f"ncu {head}{when}: the ncu pass's iterations" + (" and cap" if capped else "")
             return f"ncu {head}{when}: {s.ncu_iters} iteration(s) per benchmark{cap}; the timing loops shortened"
-        return "nsys trace of CUDA and NVTX, every iteration"
+        loops = (
+            f"; do_bench and Timer loops capped at {s.nsys_loop_ms:g} ms (--nsys-loop-ms)" if s.capture and s.nsys_loop_ms > 0
+            else "; the timing loops as the script runs them"
+        )
+        return "nsys trace of CUDA and NVTX, every iteration" + loops
 
     def lines(self) -> list[str]:
         out = []
@@ -741,7 +768,10 @@ class Plan:
         if name == PASS_PLAIN and rec.status == "ok":
             plain = self.actual_s[name]
             for n in self.names:
-                self.estimate_s.setdefault(n, round(plain * _ESTIMATE_X.get(n, _SWEEP_OF_NCU * _ESTIMATE_X[PASS_NCU]), 1))
+                x = _ESTIMATE_X.get(n, _SWEEP_OF_NCU * _ESTIMATE_X[PASS_NCU])
+                if n == PASS_NSYS and not (self.s.capture and self.s.nsys_loop_ms > 0):
+                    x = _NSYS_FULL_X
+                self.estimate_s.setdefault(n, round(plain * x, 1))
         if name == PASS_NCU and rec.status == "ok":
             for n in SWEEP_PASSES:
                 self.estimate_s[n] = round(self.actual_s[name] * _SWEEP_OF_NCU, 1)
@@ -770,7 +800,7 @@ class Plan:
             "passes": [{"name": n, "what": self.what(n), "estimate_s": self.estimate_s.get(n),
                         "actual_s": self.actual_s.get(n)} for n in self.names],
             "budget_s": self.s.budget_s, "cut": self.cut, "ncu_kernel_cap": self.s.ncu_kernel_cap,
-            "base_pass": self.s.base_pass,
+            "base_pass": self.s.base_pass, "duration_pass": self.s.duration_pass, "decided": self.decided,
         }  # fmt: skip
 
 
@@ -786,11 +816,11 @@ def _pass_order(passes: tuple[str, ...], records: dict[str, PassRecord]) -> list
 
 def run_passes(
     s: Settings, layout: RunLayout, tools: dict[str, Tool], skipped: tuple[str, ...], display: Display,
-    base_check: BaseCheck | None = None,
+    sweep_check: SweepCheck | None = None,
 ) -> tuple[int, str, list[Problem], bool]:  # fmt: skip
     """Run the passes and write the manifest (last, whatever happens): the exit code, the run's
-    status, the problems to report and whether the run was interrupted. ``base_check`` decides,
-    after every other pass, whether the base pass is needed (without it, it always runs)."""
+    status, the problems to report and whether the run was interrupted. ``sweep_check`` decides,
+    after the other passes, whether each clock-sweep pass is needed (without it, both run)."""
     start = time.time()
     prof = Profiler(s, layout, tools, display)
     plan: Plan | None = None
@@ -828,17 +858,16 @@ def run_passes(
                 plan.after(name, rec)
                 if name == PASS_PLAIN and rec.status == "ok" and callable(show_plan):
                     show_plan([ln for ln in plan.lines() if "(~" in ln and not ln.startswith("plan 1/")])
-                if name == PASS_NCU:
-                    _clock_sweep(prof, s, display, plan, (DURATION_PASS,))
             if PASS_NCU in s.passes and PASS_NCU not in skipped:
 
-                def needed() -> str | None:
-                    if base_check is None or s.base_pass == "always":
+                def needed(name: str) -> tuple[bool, str] | None:
+                    always = (s.base_pass if name == CLOCK_SWEEP_PASS else s.duration_pass) == "always"
+                    if sweep_check is None or always:
                         return None
                     partial = _manifest(prof, s, "running", EXIT_OK, start, gpu, git, plan)
-                    return base_check(layout.root, partial.to_json())
+                    return sweep_check(name, layout.root, partial.to_json())
 
-                _clock_sweep(prof, s, display, plan, (CLOCK_SWEEP_PASS,), needed)
+                _clock_sweep(prof, s, display, plan, SWEEP_PASSES, needed)
     except KeyboardInterrupt:
         prof.interrupted = True
     finally:
