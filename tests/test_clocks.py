@@ -229,7 +229,10 @@ def _profile(capsys, monkeypatch, tmp_path, *args, mode=""):
     log = use_fakes(monkeypatch, tmp_path)
     if mode:
         monkeypatch.setenv("FAKE_TOOLS_MODE", mode)
-    return profile(capsys, "-o", "run", "--passes", "plain,ncu", *args, str(TARGET)), log
+    # Both sweep passes in every run: these tests are about what each does (by default each runs
+    # only where it can move an answer: tests/test_profile_basepass.py).
+    sweep = ("--duration-pass", "always", "--base-pass", "always")
+    return profile(capsys, "-o", "run", "--passes", "plain,ncu", *sweep, *args, str(TARGET)), log
 
 
 def test_profile_measures_elasticity_from_the_real_base_clock_report(tmp_path, monkeypatch, capsys) -> None:

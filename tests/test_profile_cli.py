@@ -30,7 +30,7 @@ T = str(TARGET)
 
 def test_full_run_writes_layout_and_manifest(tmp_path: Path, monkeypatch, capsys) -> None:
     use_fakes(monkeypatch, tmp_path)
-    r = profile(capsys, "-o", "run", "--no-analyze", T, "--size", "4096")
+    r = profile(capsys, "-o", "run", "--no-analyze", "--duration-pass", "always", "--base-pass", "always", T, "--size", "4096")
     assert r.code == 0, r.err
     run = tmp_path / "run"
     for f in (

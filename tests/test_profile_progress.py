@@ -13,10 +13,10 @@ def test_plain_lines_and_heartbeat_without_a_terminal(tmp_path: Path, monkeypatc
     use_fakes(monkeypatch, tmp_path)
     monkeypatch.setenv("TARGET_DELAY", "1.0")  # every pass runs >= 1 s
     monkeypatch.setenv("NSIGHTWRAP_HEARTBEAT_S", "0.2")
-    r = profile(capsys, "-o", "run", "--no-analyze", str(TARGET))
+    r = profile(capsys, "-o", "run", "--no-analyze", "--duration-pass", "always", "--base-pass", "always", str(TARGET))
     assert r.code == 0, r.err
     lines = r.err.splitlines()
-    names = ["plain", "ncu", "ncu-duration", "nsys", "ncu-base"]  # the base pass last: it may not be needed
+    names = ["plain", "ncu", "nsys", "ncu-duration", "ncu-base"]  # the sweep last: it may not be needed
     for i, name in enumerate(names, 1):
         head = f"pass {i}/5 {name}"
         assert any(ln.startswith(f"{head}: started (") for ln in lines), (head, r.err)

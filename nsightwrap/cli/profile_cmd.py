@@ -447,7 +447,7 @@ def profile_command(
             "--duration-pass", metavar="auto|always",
             help="When to run the clock sweep's duration pass (ncu with each kernel's duration and SM clock only, "
             "the durations the analysis uses): auto, after the nsys pass and only if moving every ncu duration "
-            "5% either way moves a verdict or a cause; always.",
+            "10% either way moves a verdict or a cause; always.",
         ),
     ] = "auto",
     nsys_loop_ms: Annotated[
