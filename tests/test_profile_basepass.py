@@ -160,3 +160,26 @@ def test_always_runs_it_without_asking(tmp_path: Path, monkeypatch, capsys) -> N
     assert r.code == 2 and "--base-pass 'never' is not auto or always" in r.err
     r = profile(capsys, "-o", "bad", "--duration-pass", "sometimes", str(TARGET))
     assert r.code == 2 and "--duration-pass 'sometimes' is not auto or always" in r.err
+
+
+def test_checks_read_each_report_once_and_answer_as_without(tmp_path: Path) -> None:
+    from nsightwrap.analysis.basepass import read_once
+    from nsightwrap.parsers.ncu import read_ncu_rep
+    from nsightwrap.parsers.nsys import read_nsys
+
+    run = _without_sweep(tmp_path, "h200-sweep")
+    m = read_manifest(run)
+    reads: list[str] = []
+
+    def counted(read: Any) -> Any:
+        def r(path: Path) -> Any:
+            reads.append(Path(path).name)
+            return read(path)
+
+        return r
+
+    ncu, nsys = read_once(counted(read_ncu_rep)), read_once(counted(read_nsys))
+    for name in ("ncu-duration", "ncu-base"):
+        assert check_run(run, m, ncu, name, nsys) == check_run(run, m, name=name)
+    # Four analyses above read the ncu report and the nsys export once each.
+    assert sorted(reads) == sorted({*reads}) and len(reads) == 2

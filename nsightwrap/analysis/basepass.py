@@ -19,7 +19,8 @@ The shipped runs measured what each pass buys (docs/profile.md, "What the clock 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,26 +81,55 @@ def moved(base: RunResult, other: RunResult) -> str | None:
     return f"{extra[0]} appears" if extra else None
 
 
+def read_once(read: Callable[[Path], Any]) -> Callable[[Path], Any]:
+    """``read`` that reads each file once (keyed by path, size and mtime) and hands out copies:
+    the checks analyse the same reports several times over."""
+    memo: dict[tuple[str, int, int], Any] = {}
+
+    def once(path: Path) -> Any:
+        st = Path(path).stat()
+        key = (str(path), st.st_mtime_ns, st.st_size)
+        if key not in memo:
+            memo[key] = read(path)
+        return copy.deepcopy(memo[key])
+
+    return once
+
+
+def _first_move(result: RunResult, what_ifs: Sequence[tuple[str, WhatIf]], analyse: Callable[..., RunResult]) -> str | None:
+    """The first what-if (``(label, WhatIf)``) that moves a verdict or a cause, in one line."""
+    for label, w in what_ifs:
+        change = moved(result, analyse(what_if=w))
+        if change is not None:
+            return f"{label}, {change}"
+    return None
+
+
 def check_run(
-    run_dir: Path, manifest: Mapping[str, Any], read_ncu: Any = None, name: str = CLOCK_SWEEP_PASS
-) -> tuple[bool, str]:
+    run_dir: Path, manifest: Mapping[str, Any], read_ncu: Any = None, name: str = CLOCK_SWEEP_PASS,
+    read_nsys: Any = None,
+) -> tuple[bool, str]:  # fmt: skip
     """Whether pass ``name`` (``ncu-duration`` or ``ncu-base``) can change an answer of the run as
     it stands, and why, in one line (``nsightwrap profile`` asks before each; ``read_ncu``: the ncu
     report reader, the CLI's runs in a child process so that a crash of the native reader cannot
-    take the profile down). A run the analysis cannot read yet gets the pass."""
+    take the profile down; ``read_nsys``: the nsys one, both best ``read_once``). A run the
+    analysis cannot read yet gets the pass."""
+    from functools import partial
+
     from nsightwrap.analysis.load import analyze
 
     kw: dict[str, Any] = {"manifest": manifest, **({"read_ncu": read_ncu} if read_ncu else {})}
+    analyse = partial(analyze, run_dir, read_nsys=read_nsys, **kw)
     try:
-        result = analyze(run_dir, **kw)
+        result = analyse()
         if name == CLOCK_SWEEP_PASS:
             why = base_pass_unneeded(result)
             if why is not None:
                 return False, why
-            for e in (0.0, 1.0):
-                change = moved(result, analyze(run_dir, what_if=WhatIf(elasticity=e), **kw))
-                if change is not None:
-                    return True, f"with every guessed clock elasticity at {e:g}, {change}"
+            ends = [(f"with every guessed clock elasticity at {e:g}", WhatIf(elasticity=e)) for e in (0.0, 1.0)]
+            change = _first_move(result, ends, analyse)
+            if change is not None:
+                return True, change
             gap_name, worst = max(clock_gaps(result), key=lambda x: x[1])
             return False, (
                 f"no benchmark's verdict or causes move with the guessed clock elasticities at 0 or at 1 "
@@ -107,10 +137,11 @@ def check_run(
             )
         if not result.benchmarks:
             return False, "no benchmark to judge"
-        for scale in (1 - DURATION_MOVE, 1 + DURATION_MOVE):
-            change = moved(result, analyze(run_dir, what_if=WhatIf(duration_scale=scale), **kw))
-            if change is not None:
-                return True, f"with every ncu duration {100 * (scale - 1):+g}%, {change}"
+        scales = [(1 - DURATION_MOVE), (1 + DURATION_MOVE)]
+        moves = [(f"with every ncu duration {100 * (s - 1):+g}%", WhatIf(duration_scale=s)) for s in scales]
+        change = _first_move(result, moves, analyse)
+        if change is not None:
+            return True, change
         return False, (
             f"no benchmark's verdict or causes move with every ncu duration {100 * DURATION_MOVE:g}% shorter "
             "or longer, more than the duration pass moves them"

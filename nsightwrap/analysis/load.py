@@ -71,6 +71,8 @@ from nsightwrap.timer.stats import summarize
 
 #: Reads a ``.ncu-rep`` (or ``.ncu-rep.gz``) into ncu's kernel frame, as ``parsers.ncu.read_ncu_rep``.
 NcuRepReader = Callable[[Path], pd.DataFrame]
+#: Reads an nsys SQLite export into its report, as ``parsers.nsys.read_nsys``.
+NsysReader = Callable[[Path], Any]
 
 
 def analyze(
@@ -82,12 +84,15 @@ def analyze(
     read_ncu: NcuRepReader = read_ncu_rep,
     manifest: Mapping[str, Any] | None = None,
     what_if: WhatIf | None = None,
+    read_nsys: NsysReader | None = None,
 ) -> RunResult:
     """Load ``run_dir`` through the parsers, normalize to one SM clock and reconcile; place every
     benchmark on the GPU's roofline (``device_file``, else the run's or the cached one, analysis/roofline.py).
     ``read_ncu`` reads the ncu passes' reports (see the module docs); ``manifest``: the run's manifest
     as it stands, for a run still running (its file comes last); ``what_if``: the same run with ncu's
-    durations or guessed elasticities moved (analysis/sweepcheck.py asks it before the clock sweep)."""
+    durations or guessed elasticities moved (analysis/basepass.py asks it before the clock sweep);
+    ``read_nsys``: the nsys SQLite reader (``parsers.nsys.read_nsys``; the checks pass one that reads
+    each export once)."""
     if not tolerance > 0:
         raise UsageError(f"--tolerance {tolerance} must be above 0", hint="e.g. --tolerance 10 for 10%")
     ref_choice = parse_clock_ref(clock_ref)
@@ -115,7 +120,7 @@ def analyze(
         ncu = _with_clock_sweep(ncu, layout, manifest, notes, crashes, read_ncu)
         if what_if is not None:
             ncu = what_if.apply(ncu)
-    nsys = _read_nsys(layout, notes)
+    nsys = _read_nsys(layout, notes, read_nsys)
     sidecars = [(p, read_sidecar_doc(p)) for p in sorted(layout.pass_dir("plain").glob(SIDECAR_GLOB))]
     env = environment(
         manifest, layout, next((str(d["torch_version"]) for _, d in sidecars if d.get("torch_version")), None)
@@ -500,13 +505,15 @@ def _with_clock_sweep(
     return out
 
 
-def _read_nsys(layout: RunLayout, notes: list[str]) -> Any:
+def _read_nsys(layout: RunLayout, notes: list[str], read: NsysReader | None = None) -> Any:
     if not layout.nsys_sqlite.is_file():
         if layout.nsys_rep.is_file():
             notes.append("nsys/report.nsys-rep has no SQLite export: run nsys export --type sqlite on it")
         else:
             notes.append("no nsys report (nsys/report.sqlite): the nsys pass did not run or failed")
         return None
+    if read is not None:
+        return read(layout.nsys_sqlite)
     from nsightwrap.parsers.nsys import read_nsys
 
     return read_nsys(layout.nsys_sqlite)

@@ -1,5 +1,5 @@
 """The run with ncu's figures moved: what the clock sweep's passes could change, asked before
-they run (analysis/sweepcheck.py).
+they run (analysis/basepass.py).
 
 The duration pass replaces each kernel's ncu-pass duration with ncu's reading of the duration
 alone; the base pass replaces each kernel's guessed clock elasticity (0 or 1 from its throughput
@@ -15,13 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nsightwrap.analysis.clocks import ELASTICITY_RANGE
+from nsightwrap.analysis.clocks import clamp_elasticity
 
 
 @dataclass(frozen=True)
 class WhatIf:
-    """``duration_scale``: every ncu duration (and its cycles) times this; ``elasticity``: every
-    kernel whose elasticity was not measured given this one (None: the heuristic's)."""
+    """``duration_scale``: every ncu duration times this; ``elasticity``: every kernel whose
+    elasticity was not measured given this one, within [0, 1] (None: the heuristic's)."""
 
     duration_scale: float = 1.0
     elasticity: float | None = None
@@ -32,11 +32,6 @@ class WhatIf:
         if self.duration_scale != 1.0 and "duration_ns" in out:
             out["duration_ns"] = pd.to_numeric(out["duration_ns"], errors="coerce") * self.duration_scale
         if self.elasticity is not None:
-            lo, hi = ELASTICITY_RANGE
-            e = min(hi, max(lo, self.elasticity))
-            given = pd.to_numeric(out["elasticity"], errors="coerce") if "elasticity" in out else None
-            missing = given.isna() if given is not None else pd.Series(True, index=out.index)
-            col = given.astype(float) if given is not None else pd.Series(np.nan, index=out.index)
-            out["elasticity"] = col.where(~missing, e)
+            given = out["elasticity"] if "elasticity" in out else pd.Series(np.nan, index=out.index)
+            out["elasticity"] = pd.to_numeric(given, errors="coerce").astype(float).fillna(clamp_elasticity(self.elasticity))
         return out
-

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,6 +131,19 @@ def _json_safe(v: Any) -> Any:
         return _json_safe(float(v))
     except (TypeError, ValueError):
         return repr(v)
+
+
+def over_cap(asked_ms: Mapping[str, Any], cap_ms: float | None) -> dict[str, list[float]]:
+    """The loop lengths (ms, by argument name) over the nsys pass's cap ``cap_ms``, each
+    ``[asked, run]``; empty where none is or there is no cap (docs/capture.md, "Shorter loops under
+    nsys")."""
+    out: dict[str, list[float]] = {}
+    if cap_ms is None:
+        return out
+    for name, asked in asked_ms.items():
+        if isinstance(asked, (int, float)) and not isinstance(asked, bool) and asked > cap_ms:
+            out[name] = [float(asked), float(cap_ms)]
+    return out
 
 
 class Layer:

@@ -23,7 +23,7 @@ import sys
 from typing import Any
 
 from nsightwrap.capture import ranges
-from nsightwrap.capture.state import Capture, Layer, guarded, layer, patch, site_of
+from nsightwrap.capture.state import Capture, Layer, guarded, layer, over_cap, patch, site_of
 
 METHODS = ("timeit", "blocked_autorange", "adaptive_autorange")
 
@@ -184,14 +184,12 @@ def _shorten(orig: Any, method: str, timer: Any, args: tuple[Any, ...], kwargs: 
 
     b = inspect.signature(orig).bind(timer, *args, **kwargs)
     b.apply_defaults()
-    short: dict[str, list[float]] = {}
-    for n in names:
-        v = b.arguments.get(n)
-        if isinstance(v, (int, float)) and v * 1e3 > cap_ms:
-            short[n] = [float(v) * 1e3, float(cap_ms)]
-            b.arguments[n] = cap_ms / 1e3
+    seconds = {n: b.arguments.get(n) for n in names}
+    short = over_cap({n: v * 1e3 for n, v in seconds.items() if isinstance(v, (int, float))}, cap_ms)
     if not short:
         return args, kwargs
+    for n, (_, run_ms) in short.items():
+        b.arguments[n] = run_ms / 1e3
     cap.method["nsys_loop_ms"] = short
     return tuple(b.args[1:]), dict(b.kwargs)
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from nsightwrap.capture import ranges
 from nsightwrap.capture.events import SUPPRESS, Sink, Window, bare_events, sinks
-from nsightwrap.capture.state import Capture, Layer, guarded, layer, patch, site_of
+from nsightwrap.capture.state import Capture, Layer, guarded, layer, over_cap, patch, site_of
 
 RETURN_MODES = ("min", "max", "mean", "median", "all")
 
@@ -177,19 +177,8 @@ _LOOP_ARGS = {"do_bench": (("warmup", 25.0), ("rep", 100.0)), "do_bench_cudagrap
 def shortened_loop(p: dict[str, Any], kind: str, cap_ms: float | None) -> dict[str, list[float]]:
     """Under nsys, the loop-length arguments (ms) that go over ``cap_ms``, each ``[asked, run]``;
     empty where nothing is shortened. The nsys pass's use of a loop is its iterations (kernels,
-    gaps, clock), not its length (docs/capture.md, "Shorter loops under the profilers")."""
-    if cap_ms is None:
-        return {}
-    out: dict[str, list[float]] = {}
-    for name, default in _LOOP_ARGS.get(kind, ()):
-        asked = p.get(name, default)
-        try:
-            v = float(asked)
-        except (TypeError, ValueError):
-            continue
-        if v > cap_ms:
-            out[name] = [v, float(cap_ms)]
-    return out
+    gaps, clock), not its length (docs/capture.md, "Shorter loops under nsys")."""
+    return over_cap({name: p.get(name, default) for name, default in _LOOP_ARGS.get(kind, ())}, cap_ms)
 
 
 def _measured(L: Layer, cap: Capture, p: dict[str, Any], kind: str, orig: Any, args: Any, kwargs: Any) -> Any:
@@ -200,7 +189,7 @@ def _measured(L: Layer, cap: Capture, p: dict[str, Any], kind: str, orig: Any, a
         # The call made with every argument named (the user's, bound to triton's signature), the
         # loop's length capped: what it computes and returns is otherwise the user's call.
         args, kwargs = (), {**p, **{k: v[1] for k, v in short.items()}}
-        cap.method["nsys_loop_ms"] = {k: v for k, v in short.items()}
+        cap.method["nsys_loop_ms"] = short
     if kind == "do_bench_cudagraph":
         # Count fn's calls: those made between the estimate and the first replay are the calls
         # captured in the graph (n_repeat).

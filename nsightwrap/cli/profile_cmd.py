@@ -70,21 +70,16 @@ def _sweep_choice(option: str, value: str) -> str:
 
 def _sweep_check() -> Any:
     """Before each clock-sweep pass: whether it can change an answer (analysis/basepass.py). The
-    ncu reports are read once (in a child process) for all the analyses the checks make."""
-    from nsightwrap.analysis.basepass import check_run
+    ncu reports (in a child process) and the nsys export are read once for all the analyses the
+    checks make."""
+    from nsightwrap.analysis.basepass import check_run, read_once
+    from nsightwrap.parsers.nsys import read_nsys
     from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
-    memo: dict[tuple[str, int, int], Any] = {}
-
-    def read(path: Path) -> Any:
-        st = Path(path).stat()
-        key = (str(path), st.st_mtime_ns, st.st_size)
-        if key not in memo:
-            memo[key] = read_ncu_rep_isolated(path)
-        return memo[key].copy()
+    read_ncu, read_sqlite = read_once(read_ncu_rep_isolated), read_once(read_nsys)
 
     def check(name: str, root: Path, manifest: dict[str, Any]) -> tuple[bool, str]:
-        return check_run(root, manifest, read, name)
+        return check_run(root, manifest, read_ncu, name, read_sqlite)
 
     return check
 

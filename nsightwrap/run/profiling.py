@@ -156,6 +156,11 @@ class Settings:
             "base_pass": self.base_pass, "duration_pass": self.duration_pass, "nsys_loop_ms": self.nsys_loop_ms,
         }  # fmt: skip
 
+    @property
+    def nsys_loops_capped(self) -> bool:
+        """Whether the capture layer caps the timing loops in the nsys pass."""
+        return self.capture and self.nsys_loop_ms > 0
+
 
 class Display(Protocol):
     """Where a run reports progress (the CLI's terminal display)."""
@@ -650,17 +655,17 @@ def _clock_sweep(
             prof.records[name] = PassRecord(name, "skipped", message=why)
             continue
         decision = needed(name) if needed is not None else None
-        if decision is not None and plan is not None:
-            plan.decided.append({"pass": name, "runs": decision[0], "why": decision[1]})
-        if decision is not None and not decision[0]:
-            unneeded = decision[1]
-            prof.records[name] = PassRecord(name, "skipped", message=f"not needed: {unneeded}")
-            display.warn(f"{name} pass skipped, not needed: {unneeded}")
-            if plan is not None:
-                plan.cut.append({"pass": name, "why": f"not needed: {unneeded}"})
-            continue
         if decision is not None:
-            display.warn(f"{name} pass needed: {decision[1]}")
+            runs, why = decision
+            if plan is not None:
+                plan.decided.append({"pass": name, "runs": runs, "why": why})
+            if not runs:
+                prof.records[name] = PassRecord(name, "skipped", message=f"not needed: {why}")
+                display.warn(f"{name} pass skipped, not needed: {why}")
+                if plan is not None:
+                    plan.cut.append({"pass": name, "why": f"not needed: {why}"})
+                continue
+            display.warn(f"{name} pass needed: {why}")
         cut = plan.fits(name) if plan is not None else None
         if cut is not None:
             prof.records[name] = PassRecord(name, "skipped", message=cut)
@@ -748,7 +753,7 @@ class Plan:
                 return f"ncu {head}{when}: the ncu pass's iterations" + (" and cap" if capped else "")
             return f"ncu {head}{when}: {s.ncu_iters} iteration(s) per benchmark{cap}; the timing loops shortened"
         loops = (
-            f"; do_bench and Timer loops capped at {s.nsys_loop_ms:g} ms (--nsys-loop-ms)" if s.capture and s.nsys_loop_ms > 0
+            f"; do_bench and Timer loops capped at {s.nsys_loop_ms:g} ms (--nsys-loop-ms)" if s.nsys_loops_capped
             else "; the timing loops as the script runs them"
         )
         return "nsys trace of CUDA and NVTX, every iteration" + loops
@@ -769,7 +774,7 @@ class Plan:
             plain = self.actual_s[name]
             for n in self.names:
                 x = _ESTIMATE_X.get(n, _SWEEP_OF_NCU * _ESTIMATE_X[PASS_NCU])
-                if n == PASS_NSYS and not (self.s.capture and self.s.nsys_loop_ms > 0):
+                if n == PASS_NSYS and not self.s.nsys_loops_capped:
                     x = _NSYS_FULL_X
                 self.estimate_s.setdefault(n, round(plain * x, 1))
         if name == PASS_NCU and rec.status == "ok":
