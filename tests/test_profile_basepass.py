@@ -106,8 +106,10 @@ def _settings(argv: tuple[str, ...]) -> Settings:
 
 
 def test_run_asks_after_the_other_passes_and_records_why_not(tmp_path: Path, monkeypatch) -> None:
+    from dataclasses import replace
+
     use_fakes(monkeypatch, tmp_path)
-    s = _settings((str(TARGET),))
+    s = replace(_settings((str(TARGET),)), duration_pass="auto")
     display = _Display(Console(stderr=True), quiet=True, verbose=False)
     tools, skipped = find_tools(s, None, None, display)
     layout = create_run_dir(tmp_path / "run", s.passes)
@@ -183,3 +185,44 @@ def test_checks_read_each_report_once_and_answer_as_without(tmp_path: Path) -> N
         assert check_run(run, m, ncu, name, nsys) == check_run(run, m, name=name)
     # Four analyses above read the ncu report and the nsys export once each.
     assert sorted(reads) == sorted({*reads}) and len(reads) == 2
+
+
+def test_by_default_the_duration_pass_runs_beside_the_nsys_export_and_the_ncu_pass_profiles_once(
+    tmp_path: Path, monkeypatch
+) -> None:
+    use_fakes(monkeypatch, tmp_path)
+    # The fake export takes a while, so that running beside the duration pass shows in the times.
+    monkeypatch.setenv("FAKE_NSYS_EXPORT_DELAY", "1.5")
+    s = _settings((str(TARGET),))
+    assert (s.duration_pass, s.counters_cap, s.ncu_kernel_cap, s.sweep_cap) == ("always", 1, 3, 24)
+    display = _Display(Console(stderr=True), quiet=True, verbose=False)
+    tools, skipped = find_tools(s, None, None, display)
+    layout = create_run_dir(tmp_path / "run", s.passes)
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    def check(name: str, root: Path, m: dict[str, Any]) -> tuple[bool, str]:
+        seen.append((name, m))
+        return False, "the clocks agree"
+
+    code, status, _, _ = run_passes(s, layout, tools, skipped, display, sweep_check=check)
+    assert (code, status) == (0, "complete")
+    # Only the base pass asks, once the export has ended and the nsys pass is recorded.
+    assert [n for n, _ in seen] == ["ncu-base"]
+    assert {p["name"]: p["status"] for p in seen[0][1]["passes"]}["nsys"] == "ok"
+    done = manifest(tmp_path / "run")
+    p = passes(done)
+    nsys, light = p["nsys"], p["ncu-duration"]
+    assert nsys["status"] == "ok" and light["status"] == "ok"
+    export = nsys["commands"][-1]
+    assert export["argv"][1] == "export" and export["wall_s"] >= 1.5
+    # The export ran while the duration pass profiled: it started before that pass ended and
+    # the duration pass started before the export ended.
+    run = light["commands"][0]
+    assert export["start"] < run["end"] and run["start"] < export["end"]
+    assert (tmp_path / "run" / "nsys" / "report.sqlite").is_file()
+    # The ncu pass profiles each launch shape once; the duration pass keeps the kernel cap.
+    for name, cap in (("ncu", "1"), ("ncu-duration", "24")):
+        argv = p[name]["commands"][0]["argv"]
+        i = argv.index("--launch-count")
+        assert argv[i - 2 : i + 2] == ["--filter-mode", "per-launch-config", "--launch-count", cap], name
+    assert done["settings"]["ncu_counters_cap"] == 1 and done["settings"]["duration_pass"] == "always"

@@ -81,8 +81,9 @@ def test_full_run_writes_layout_and_manifest(tmp_path: Path, monkeypatch, capsys
         "--nvtx-include",  # the first instances of the script's own NVTX ranges, mirrored
         "regex:nsightwrap_nvtx@.*/iter[0-9]+/",
     ]
-    # Each distinct kernel launch configuration profiled at most 3 times (--ncu-kernel-cap's default).
-    assert ncu[8:12] == ["--filter-mode", "per-launch-config", "--launch-count", "3"]
+    # Each distinct kernel launch configuration profiled once (--ncu-counters-cap's default: the
+    # duration pass, which runs by default, times 3 instances of each, --ncu-kernel-cap's).
+    assert ncu[8:12] == ["--filter-mode", "per-launch-config", "--launch-count", "1"]
     assert ncu[12] == "--metrics" and ncu[13].split(",") == list(DEFAULT_NCU_METRICS)
     assert ncu[14:] == ["-o", f"{run_abs}/ncu/report", "-f", sys.executable, T, "--size", "4096"]
     profile_cmd, export_cmd = p["nsys"]["commands"]

@@ -35,15 +35,17 @@ def test_profile_bench_example_end_to_end(tmp_path: Path) -> None:
     assert "NVIDIA" in m["gpu"]["name"] and m["tools"]["ncu"]["version"] and m["tools"]["nsys"]["version"]
     assert list((run / "plain").glob("timer-*.json")), "the timer wrote no sidecar in the plain pass"
     assert m["sampler"]["status"] == "ok" and m["sampler"]["samples"] >= 1
-    # The default NVTX filter profiles the measured iterations only (flush kernels stay out).
-    assert p["ncu"]["kernels_profiled"] >= 3
+    # The default NVTX filter profiles the measured iterations only (flush kernels stay out): the
+    # counters pass one instance per launch configuration, the duration pass every iteration.
+    assert p["ncu"]["kernels_profiled"] == 1 and p["ncu-duration"]["kernels_profiled"] >= 3, p
     from nsightwrap.parsers.ncu import read_ncu_rep
 
-    kernels = read_ncu_rep(run / "ncu" / "report.ncu-rep")
-    assert len(kernels) == p["ncu"]["kernels_profiled"]
-    assert kernels["nvtx_path"].str.match(r"nsightwrap:mm_small(\[.*\])?/iter\d+$").all(), kernels[
-        "nvtx_path"
-    ].tolist()
+    for name in ("ncu", "ncu-duration"):
+        kernels = read_ncu_rep(run / name / "report.ncu-rep")
+        assert len(kernels) == p[name]["kernels_profiled"]
+        assert kernels["nvtx_path"].str.match(r"nsightwrap:mm_small(\[.*\])?/iter\d+$").all(), kernels[
+            "nvtx_path"
+        ].tolist()
     with sqlite3.connect(run / "nsys" / "report.sqlite") as con:
         assert con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0] > 0
     assert "mm_small" in cp.stdout and f"run directory: {run} (complete)" in cp.stdout
@@ -68,12 +70,17 @@ def test_profile_target_with_its_own_range_profiles_inside_it(tmp_path: Path) ->
     assert cp.returncode == 0, cp.stderr[-3000:]
     m = json.loads((run / "manifest.json").read_text())
     p = {x["name"]: x for x in m["passes"]}
-    assert p["ncu"]["status"] == "ok" and p["ncu"]["kernels_profiled"] == 3, p["ncu"]
+    # The counters pass profiles one instance of the launch configuration, the duration pass all three.
+    assert p["ncu"]["status"] == "ok" and p["ncu"]["kernels_profiled"] == 1, p["ncu"]
+    assert p["ncu-duration"]["status"] == "ok" and p["ncu-duration"]["kernels_profiled"] == 3, p["ncu-duration"]
     from nsightwrap.parsers.ncu import read_ncu_rep
 
-    kernels = read_ncu_rep(run / "ncu" / "report.ncu-rep")
-    assert len(kernels) == 3
-    assert all(any("outer_range" in r for r in rs) for rs in kernels["nvtx_ranges"]), kernels["nvtx_ranges"].tolist()
+    for name, n in (("ncu", 1), ("ncu-duration", 3)):
+        kernels = read_ncu_rep(run / name / "report.ncu-rep")
+        assert len(kernels) == n
+        assert all(any("outer_range" in r for r in rs) for rs in kernels["nvtx_ranges"]), kernels[
+            "nvtx_ranges"
+        ].tolist()
 
 
 @pytest.mark.gpu

@@ -21,10 +21,13 @@ def test_plan_printed_and_kept_with_actual_pass_times(tmp_path: Path, monkeypatc
     order = ["plain", "ncu", "nsys", "ncu-duration", "ncu-base"]  # the sweep last: it may not be needed
     for i, name in enumerate(order, 1):
         assert f"plan {i}/5 {name}: " in r.err
-    assert "each distinct kernel (name, grid, block) profiled at most 3 times in the pass" in r.err
-    for name, clock in (("4/5 ncu-duration", "none"), ("5/5 ncu-base", "base")):
-        assert f"plan {name}: ncu duration and SM clock at --clock-control {clock} (only if it can move a " \
-            "verdict or a cause: decided after the other passes)" in r.err
+    assert "plan 2/5 ncu: ncu counters: 3 iteration(s) per benchmark; each distinct kernel (name, grid, block) " \
+        "profiled once in the pass (--ncu-counters-cap), the duration pass times the other instances" in r.err
+    # The duration pass runs in every run by default (the ncu pass then profiles each shape once).
+    assert "plan 4/5 ncu-duration: ncu duration and SM clock at --clock-control none: the ncu pass's " \
+        "iterations; each distinct kernel profiled at most 24 times (8x --ncu-kernel-cap)" in r.err
+    assert "plan 5/5 ncu-base: ncu duration and SM clock at --clock-control base (only if it can move a " \
+        "verdict or a cause: decided after the other passes)" in r.err
     assert "plan 3/5 nsys: nsys trace of CUDA and NVTX, every iteration; do_bench and Timer loops capped at " \
         "100 ms (--nsys-loop-ms)" in r.err
     m = manifest(tmp_path / "run")
@@ -34,12 +37,12 @@ def test_plan_printed_and_kept_with_actual_pass_times(tmp_path: Path, monkeypatc
     assert {"plain", "ncu", "nsys"} <= ran
     assert all(isinstance(p["actual_s"], float) and p["actual_s"] >= 0 for p in plan["passes"] if p["name"] in ran)
     assert all(p["estimate_s"] is not None for p in plan["passes"])
-    assert plan["budget_s"] is None and plan["ncu_kernel_cap"] == 3
-    # Each sweep pass asked the analysis first and the answer is kept, run or not.
-    assert [d["pass"] for d in plan["decided"]] == ["ncu-duration", "ncu-base"]
+    assert plan["budget_s"] is None and (plan["ncu_kernel_cap"], plan["ncu_counters_cap"], plan["ncu_sweep_cap"]) == (3, 1, 24)
+    # The base pass asked the analysis first and the answer is kept, run or not.
+    assert [d["pass"] for d in plan["decided"]] == ["ncu-base"]
     assert all(isinstance(d["runs"], bool) and d["why"] for d in plan["decided"])
     assert plan["cut"] == [{"pass": d["pass"], "why": "not needed: " + d["why"]} for d in plan["decided"] if not d["runs"]]
-    assert "(--ncu-kernel-cap)" in plan["passes"][1]["what"]
+    assert "(--ncu-counters-cap)" in plan["passes"][1]["what"] and "(--ncu-kernel-cap)" not in plan["passes"][1]["what"]
     # The manifest keeps the clock sweep's records beside the ncu pass's, as before.
     assert [x["name"] for x in m["passes"]] == ["plain", "ncu", "ncu-duration", "ncu-base", "nsys"]
     p = passes(m)
@@ -49,11 +52,19 @@ def test_plan_printed_and_kept_with_actual_pass_times(tmp_path: Path, monkeypatc
     m = manifest(tmp_path / "run2")
     assert m["plan"]["cut"] == [] and m["plan"]["decided"] == []  # "always": nothing asked
     p = passes(m)
-    for name in ("ncu", "ncu-duration", "ncu-base"):  # the cap is on by default, in every ncu pass
+    # The cap is on by default, in every ncu pass: 1 in the ncu pass (--ncu-counters-cap), since
+    # the duration pass runs too and times 24 instances (8x --ncu-kernel-cap: one replay each).
+    for name, cap in (("ncu", "1"), ("ncu-duration", "24"), ("ncu-base", "24")):
         argv = p[name]["commands"][0]["argv"]
         i = argv.index("--filter-mode")
-        assert argv[i : i + 4] == ["--filter-mode", "per-launch-config", "--launch-count", "3"], name
+        assert argv[i : i + 4] == ["--filter-mode", "per-launch-config", "--launch-count", cap], name
         assert argv.index("-f") > i
+    r = profile(capsys, "-o", "run3", "--no-analyze", "--duration-pass", "auto", T)
+    assert r.code == 0, r.err
+    p = passes(manifest(tmp_path / "run3"))  # without a duration pass in every run, the ncu pass keeps 3
+    argv = p["ncu"]["commands"][0]["argv"]
+    assert argv[argv.index("--launch-count") + 1] == "3"
+    assert "plan 4/5 ncu-duration: ncu duration and SM clock at --clock-control none (only if it can " in r.err
 
 
 def test_budget_cuts_the_clock_sweep_and_says_so(tmp_path: Path, monkeypatch, capsys) -> None:
@@ -83,12 +94,24 @@ def test_kernel_cap_reaches_every_ncu_pass(tmp_path: Path, monkeypatch, capsys) 
     r = profile(capsys, "-o", "run", "--no-analyze", "--ncu-kernel-cap", "5", *SWEEP, T)
     assert r.code == 0, r.err
     p = passes(manifest(tmp_path / "run"))
-    for name in ("ncu", "ncu-duration", "ncu-base"):
+    for name, cap in (("ncu", "1"), ("ncu-duration", "40"), ("ncu-base", "40")):
         argv = p[name]["commands"][0]["argv"]
         i = argv.index("--filter-mode")
-        assert argv[i : i + 4] == ["--filter-mode", "per-launch-config", "--launch-count", "5"], name
+        assert argv[i : i + 4] == ["--filter-mode", "per-launch-config", "--launch-count", cap], name
         assert argv.index("-f") > i  # an ncu option, before the target
     assert manifest(tmp_path / "run")["settings"]["ncu_kernel_cap"] == 5
+    # --ncu-counters-cap 0 (or above the kernel cap): the ncu pass at the kernel cap too.
+    for counters in ("0", "9"):
+        r = profile(capsys, "-o", f"run-{counters}", "--no-analyze", "--ncu-kernel-cap", "5",
+                    "--ncu-counters-cap", counters, *SWEEP, T)  # fmt: skip
+        assert r.code == 0, r.err
+        argv = passes(manifest(tmp_path / f"run-{counters}"))["ncu"]["commands"][0]["argv"]
+        assert argv[argv.index("--launch-count") + 1] == "5", counters
+    # --ncu-kernel-cap 0: nothing capped anywhere, whatever the counters cap says.
+    r = profile(capsys, "-o", "run-nocap", "--no-analyze", "--ncu-kernel-cap", "0", "--ncu-counters-cap", "1", *SWEEP, T)
+    assert r.code == 0, r.err
+    assert all("--launch-count" not in p["commands"][0]["argv"]
+               for p in manifest(tmp_path / "run-nocap")["passes"] if p["name"].startswith("ncu"))  # fmt: skip
 
 
 def test_nsys_loop_cap_is_the_users_choice(tmp_path: Path, monkeypatch, capsys) -> None:

@@ -21,6 +21,9 @@ def test_plain_lines_and_heartbeat_without_a_terminal(tmp_path: Path, monkeypatc
         head = f"pass {i}/5 {name}"
         assert any(ln.startswith(f"{head}: started (") for ln in lines), (head, r.err)
         assert any(ln.startswith(f"{head}: ended; {name} pass: ok (") for ln in lines), (head, r.err)
+        if name == "nsys":  # its export runs beside the duration pass, and says so when it starts
+            assert any(ln.startswith(f"{head}: traced; nsys pass: exporting its trace beside the next pass (")
+                       for ln in lines), r.err  # fmt: skip
         beats = [ln for ln in lines if re.fullmatch(rf"{re.escape(head)}: (\d+ kernels, )?\d+ s", ln)]
         assert beats, (head, r.err)
     # The ncu pass's heartbeat counts the ==PROF== lines seen so far; its end line the total.

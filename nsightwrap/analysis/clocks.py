@@ -107,25 +107,22 @@ def _launch_order(frame: pd.DataFrame) -> pd.Series:
     return keyed.sort_values(["path", "order"], kind="stable").groupby("path", sort=False).cumcount().reindex(frame.index)
 
 
-def twins(kernels: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
-    """Each kernel's twin in another ncu pass over the same ranges: the kernel of the same NVTX
-    range (benchmark and iteration), at the same launch position, with the same name. Returns a
-    frame on ``kernels.index`` with the twin's ``duration_ns`` and ``sm_clock_hz`` (NaN where a
-    kernel has no twin)."""
-    key_cols = ["nw_path", "nw_pos"]
-
-    def keyed(frame: pd.DataFrame) -> pd.DataFrame:
-        path = frame["nvtx_path"].astype("string").fillna("") if "nvtx_path" in frame else ""
-        return pd.DataFrame(
-            {"nw_path": path, "nw_pos": _launch_order(frame), "nw_kernel": frame["kernel"].astype(str)},
-            index=frame.index,
-        )
-
-    mine = keyed(kernels)
-    theirs = keyed(other).assign(
-        duration_ns=pd.to_numeric(other["duration_ns"], errors="coerce"),
-        sm_clock_hz=pd.to_numeric(other["sm_clock_hz"], errors="coerce"),
+def _keyed(frame: pd.DataFrame) -> pd.DataFrame:
+    path = frame["nvtx_path"].astype("string").fillna("") if "nvtx_path" in frame else ""
+    return pd.DataFrame(
+        {"nw_path": path, "nw_pos": _launch_order(frame), "nw_kernel": frame["kernel"].astype(str)},
+        index=frame.index,
     )
+
+
+def twin_index(kernels: pd.DataFrame, other: pd.DataFrame) -> pd.Series:
+    """Each kernel's twin in another ncu pass over the same ranges: the kernel of the same NVTX
+    range (benchmark and iteration), at the same launch position, with the same name. Returns
+    the twin's index label in ``other`` on ``kernels.index`` (None where a kernel has no twin)."""
+    key_cols = ["nw_path", "nw_pos"]
+    mine = _keyed(kernels)
+    theirs = _keyed(other)
+    theirs = theirs.assign(nw_other=pd.Series(list(theirs.index), index=theirs.index, dtype=object))
     merged = (
         mine.assign(nw_idx=mine.index)
         .merge(theirs.drop_duplicates(key_cols), on=key_cols, how="left", suffixes=("", "_b"))
@@ -133,10 +130,20 @@ def twins(kernels: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
         .reindex(kernels.index)
     )
     same = merged["nw_kernel"] == merged["nw_kernel_b"]
+    return pd.Series([v if ok else None for v, ok in zip(merged["nw_other"], same, strict=True)],
+                     index=kernels.index, dtype=object)  # fmt: skip
+
+
+def twins(kernels: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    """The ``duration_ns`` and ``sm_clock_hz`` of each kernel's twin in ``other`` (``twin_index``),
+    on ``kernels.index`` (NaN where a kernel has no twin)."""
+    idx = twin_index(kernels, other)
+    dur = pd.to_numeric(other["duration_ns"], errors="coerce")
+    clk = pd.to_numeric(other["sm_clock_hz"], errors="coerce")
     return pd.DataFrame(
         {
-            "duration_ns": merged["duration_ns"].where(same),
-            "sm_clock_hz": merged["sm_clock_hz"].where(same),
+            "duration_ns": [np.nan if i is None else dur.at[i] for i in idx],
+            "sm_clock_hz": [np.nan if i is None else clk.at[i] for i in idx],
         },
         index=kernels.index,
     )
@@ -163,6 +170,79 @@ def attach_durations(kernels: pd.DataFrame, light: pd.DataFrame | None) -> tuple
     out.loc[clk, "sm_clock_hz"] = tw.loc[clk, "sm_clock_hz"]
     out.loc[got, "duration_source"] = DURATION_SOURCES[0]
     return out, int(got.sum())
+
+
+#: Where a kernel's counters come from when the duration pass leads (``durations_first``): its
+#: twin in the ncu pass, or the ncu pass's instance of the same kernel at the same grid and block
+#: (in the same benchmark where there is one).
+COUNTERS_SOURCES = ("twin", "carried")
+
+
+def _benchmark_of(frame: pd.DataFrame) -> list[str]:
+    # The NVTX path without its iteration index: kernels of one benchmark share it.
+    paths = frame["nvtx_path"].astype("string").fillna("") if "nvtx_path" in frame else [""] * len(frame)
+    return [re.sub(r"\d+$", "", str(p)) for p in paths]
+
+
+def _configs(frame: pd.DataFrame) -> list[tuple[str, str, str]]:
+    # What ncu's per-launch-config filter tells apart: kernel name, grid and block.
+    cols = [frame[c].astype(str) for c in ("kernel", "grid", "block")]
+    return list(zip(*cols, strict=True))
+
+
+def durations_first(kernels: pd.DataFrame, light: pd.DataFrame | None) -> tuple[pd.DataFrame, int] | None:
+    """The duration pass's kernels, each with the ncu pass's counters, where the duration pass
+    profiled every kernel the ncu pass did and more: the ncu pass ran at a lower cap
+    (``--ncu-counters-cap``) because a kernel's counters (throughputs, bytes, instruction counts)
+    are the same from one launch of one configuration to the next, while its duration is what
+    the medians need several instances of. A kernel takes its counters from its twin in the ncu
+    pass, else from the ncu pass's first instance of the same kernel at the same grid and block,
+    in the same benchmark where there is one (``counters_source``: ``COUNTERS_SOURCES``); one
+    without either is left out. ``counters_duration_ns`` / ``counters_sm_clock_hz`` are that
+    instance's. Returns (frame, kernels carried), or None where the ncu pass leads
+    (``attach_durations``): no duration pass, or one that missed some of the ncu pass's kernels."""
+    if light is None or light.empty or kernels.empty or len(light) <= len(kernels):
+        return None
+    if twin_index(kernels, light).isna().any():
+        return None
+    donor = twin_index(light, kernels)
+    source = pd.Series(COUNTERS_SOURCES[0], index=light.index, dtype=object)
+    conf_k = _configs(kernels)
+    bench_k = _benchmark_of(kernels)
+    first: dict[tuple[str, ...], object] = {}
+    first_in: dict[tuple[str, ...], object] = {}
+    order = (
+        pd.to_numeric(kernels["launch_id"], errors="coerce") if "launch_id" in kernels
+        else pd.Series(range(len(kernels)), index=kernels.index)
+    )  # fmt: skip
+    for pos in np.argsort(order.to_numpy(dtype=float), kind="stable"):
+        idx = kernels.index[pos]
+        first.setdefault(conf_k[pos], idx)
+        first_in.setdefault((bench_k[pos], *conf_k[pos]), idx)
+    conf_l = _configs(light)
+    bench_l = _benchmark_of(light)
+    donors: list[object] = list(donor)
+    for pos, idx in enumerate(light.index):
+        if donors[pos] is None:
+            donors[pos] = first_in.get((bench_l[pos], *conf_l[pos]), first.get(conf_l[pos]))
+            source.at[idx] = COUNTERS_SOURCES[1]
+    keep = [d is not None for d in donors]
+    rows = light.index[keep]
+    out = kernels.loc[[d for d in donors if d is not None]].copy()
+    out.index = rows
+    out["counters_duration_ns"] = pd.to_numeric(out["duration_ns"], errors="coerce")
+    out["counters_sm_clock_hz"] = pd.to_numeric(out["sm_clock_hz"], errors="coerce")
+    own = light.loc[rows]
+    # What the duration pass measured (duration, clock, launch identity, NVTX ranges) is the
+    # kernel's own; the counters it did not collect come from the donor.
+    for col in own.columns:
+        if col not in out.columns:
+            out[col] = own[col]
+            continue
+        out[col] = own[col].where(own[col].notna(), out[col])
+    out["duration_source"] = DURATION_SOURCES[0]
+    out["counters_source"] = source.loc[rows]
+    return out.reset_index(drop=True), int((source.loc[rows] == COUNTERS_SOURCES[1]).sum())
 
 
 def attach_base(kernels: pd.DataFrame, base: pd.DataFrame | None) -> tuple[pd.DataFrame, int]:

@@ -29,6 +29,7 @@ from nsightwrap.analysis.clocks import (
     MIN_CLOCK_STEP,
     attach_base,
     attach_durations,
+    durations_first,
     parse_clock_ref,
     plain_clock_from_samples,
     reference_clock,
@@ -266,7 +267,7 @@ def _reconcile_all(
     if ncu is not None:
         m = manifest or {}
         iters = _dig(m, "settings", "ncu_iters")
-        sampled = ncu_stats_sampled(ncu, specs, [hz for hz, _ in refs], found, kernel_cap(m),
+        sampled = ncu_stats_sampled(ncu, specs, [hz for hz, _ in refs], found, kernel_cap(m, _capped_pass(ncu)),
                                     int(iters) if isinstance(iters, int) and iters > 0 else None)  # fmt: skip
         n_list, sampled_notes = list(sampled.stats), sampled.notes
         # A graph whose node kernels ncu's cap never reached has no ncu figure to judge it by
@@ -433,6 +434,12 @@ def _read_ncu(
         return None
 
 
+def _capped_pass(ncu: pd.DataFrame) -> str:
+    """The pass whose cap counted the ncu frame's instances: the duration pass where its kernels
+    lead (``clocks.durations_first`` adds ``counters_source``), else the ncu pass."""
+    return DURATION_PASS if "counters_source" in ncu.columns else PASS_NCU
+
+
 def _sweep_record(manifest: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
     return next((p for p in manifest.get("passes") or [] if isinstance(p, Mapping) and p.get("name") == name), None)
 
@@ -468,7 +475,18 @@ def _with_clock_sweep(
     base-clock pass's twins and measured elasticities (``clocks.attach_base``), and notes saying
     where durations come from the ncu pass's replay or elasticities are only a guess."""
     light = _sweep_report(layout.ncu_duration_report, "duration-pass", notes, crashes, read)
-    out, taken = attach_durations(ncu, light)
+    first = durations_first(ncu, light)
+    if first is not None:
+        out, carried = first
+        taken = len(out)
+        if carried:
+            notes.append(
+                f"ncu counters (throughputs, bytes) of {carried} of {taken} kernels are those of another ncu "
+                "instance of the same kernel at the same grid and block (--ncu-counters-cap: the ncu pass "
+                "profiled fewer instances than the duration pass); their durations are their own"
+            )
+    else:
+        out, taken = attach_durations(ncu, light)
     counters = "ncu durations are the ncu pass's, whose counters take 12 replay passes and can read kernels a few % long"
     if light is None:
         notes.append(_missing_pass(_sweep_record(manifest, DURATION_PASS), "duration pass", counters))

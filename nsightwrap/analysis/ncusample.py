@@ -69,11 +69,12 @@ class Sampled:
     starved: tuple[int, ...]
 
 
-def kernel_cap(manifest: Mapping[str, Any]) -> int:
-    """The per-launch-config cap the run's ncu pass ran with (0: none), read from its argv, so
-    that a cap given through ``--ncu-args`` counts too."""
+def kernel_cap(manifest: Mapping[str, Any], name: str = "ncu") -> int:
+    """The per-launch-config cap the run's pass ``name`` ran with (0: none), read from its argv,
+    so that a cap given through ``--ncu-args`` counts too. The analysis asks for the duration
+    pass's where that pass's kernels lead the ncu frame (``clocks.durations_first``)."""
     for p in manifest.get("passes") or ():
-        if not isinstance(p, Mapping) or p.get("name") != "ncu":
+        if not isinstance(p, Mapping) or p.get("name") != name:
             continue
         for c in p.get("commands") or ():
             argv = [str(a) for a in (c.get("argv") or ())] if isinstance(c, Mapping) else []

@@ -47,6 +47,7 @@ from nsightwrap.run.launch import (
     target_argv,
 )
 from nsightwrap.run.profiling import (
+    DEFAULT_NCU_COUNTERS_CAP,
     DEFAULT_NCU_KERNEL_CAP,
     PROF_KERNEL,
     Problem,
@@ -115,6 +116,7 @@ class _Display:
         self.total_passes: int | None = None
         self._index = 0
         self._label = ""
+        self._labels: dict[str, str] = {}
 
     def set_plan(self, total_passes: int) -> None:
         self.total_passes = total_passes
@@ -133,7 +135,7 @@ class _Display:
     def pass_running(self, name: str, what: str) -> Iterator[None]:
         self._kernels = 0
         self._index += 1
-        self._label = self._head(name)
+        self._label = self._labels[name] = self._head(name)
         if self.quiet:
             yield
             return
@@ -185,11 +187,15 @@ class _Display:
         if self.quiet:
             return
         wall = sum(c.wall_s for c in rec.commands)
-        mark = {"ok": "[green]ok[/]", "skipped": "[yellow]skipped[/]"}.get(
+        mark = {"ok": "[green]ok[/]", "skipped": "[yellow]skipped[/]",
+                "running": "[cyan]exporting[/] its trace beside the next pass"}.get(
             rec.status, f"[red]{rec.status}[/]"
-        )
+        )  # fmt: skip
         extra = f", {rec.kernels_profiled} kernels profiled" if rec.kernels_profiled is not None else ""
-        head = f"{self._label}: ended; " if not self.console.is_terminal and rec.status != "skipped" else ""
+        # A pass may end after the next one started (the nsys export): its own label, not the last.
+        label = self._labels.get(rec.name, self._label)
+        ended = "traced" if rec.status == "running" else "ended"
+        head = f"{label}: {ended}; " if not self.console.is_terminal and rec.status != "skipped" else ""
         self.console.print(f"{head}{rec.name} pass: {mark} ({wall:.1f} s{extra})", highlight=False)
 
     def warn(self, text: str) -> None:
@@ -406,8 +412,9 @@ def profile_command(
         typer.Option(
             "--ncu-kernel-cap", min=0, metavar="N",
             help="Profile at most N instances of each distinct kernel launch (kernel and grid/block shape) in "
-            "each ncu pass: graph replays and repeated kernels cost N profiles, not one per launch; the launches "
-            "left out carry the median of the same kernel in the report (docs/profile.md); 0: no cap.",
+            "the ncu pass (--ncu-counters-cap lowers it there) and 8N in the duration and base-clock passes, "
+            "one replay each: graph replays and repeated kernels cost a few profiles, not one per launch; the "
+            "launches left out carry the median of the same kernel in the report (docs/profile.md); 0: no cap.",
         ),
     ] = DEFAULT_NCU_KERNEL_CAP,
     budget: Annotated[
@@ -441,10 +448,21 @@ def profile_command(
         typer.Option(
             "--duration-pass", metavar="auto|always",
             help="When to run the clock sweep's duration pass (ncu with each kernel's duration and SM clock only, "
-            "the durations the analysis uses): auto, after the nsys pass and only if moving every ncu duration "
-            "10% either way moves a verdict or a cause; always.",
+            "the durations the analysis uses): always (the default: the ncu pass then profiles each launch shape "
+            "only --ncu-counters-cap times, which costs less than the duration pass saves); auto, after the nsys "
+            "pass and only if moving every ncu duration 10% either way moves a verdict or a cause (the ncu pass "
+            "then keeps --ncu-kernel-cap).",
         ),
-    ] = "auto",
+    ] = "always",
+    ncu_counters_cap: Annotated[
+        int,
+        typer.Option(
+            "--ncu-counters-cap", min=0, metavar="N",
+            help="With --duration-pass always, profile each distinct kernel launch at most N times in the ncu pass "
+            "(its counters take 17 replays per kernel and do not change between launches of one shape); the "
+            "duration pass keeps --ncu-kernel-cap instances for the medians. 0: --ncu-kernel-cap.",
+        ),
+    ] = DEFAULT_NCU_COUNTERS_CAP,
     nsys_loop_ms: Annotated[
         float,
         typer.Option(
@@ -526,6 +544,7 @@ def profile_command(
         gpu_metrics=not no_gpu_metrics, ncu_kernel_cap=ncu_kernel_cap, budget_s=budget,
         base_pass=_sweep_choice("--base-pass", base_pass),
         duration_pass=_sweep_choice("--duration-pass", duration_pass), nsys_loop_ms=nsys_loop_ms,
+        ncu_counters_cap=ncu_counters_cap,
     )  # fmt: skip
     if gpus is not None:
         g = GpuRun(gpus, s.target, target_tokens, output, replicate, shard_by, allow_failed_shards, quiet,

@@ -52,9 +52,13 @@ class _Runs(Protocol):
     def _record(self, name: str, status: str, env: dict[str, str], cmds: list[CommandResult], **kw: Any) -> PassRecord: ...
 
 
-def sweep_argv(ncu_pass_argv: Sequence[str], report_base: Path, clock: str) -> list[str] | None:
+def sweep_argv(
+    ncu_pass_argv: Sequence[str], report_base: Path, clock: str, cap: int | None = None
+) -> list[str] | None:
     """The ncu pass's argv at ``--clock-control <clock>``, with ``BASE_METRICS`` only, writing to
-    ``report_base``; None when the user's own ncu arguments choose the clock control."""
+    ``report_base``, and ``cap`` (when given) as the ``--launch-count`` of the per-launch-config
+    filter nsightwrap put there (the counters pass may run at a lower cap,
+    ``Settings.counters_cap``); None when the user's own ncu arguments choose the clock control."""
     argv = list(ncu_pass_argv)
     if argv[1:3] != ["--clock-control", "none"] or any(
         a == "--clock-control" or a.startswith("--clock-control=") for a in argv[3:]
@@ -65,6 +69,10 @@ def sweep_argv(ncu_pass_argv: Sequence[str], report_base: Path, clock: str) -> l
     i = 0
     while i < len(argv):
         a = argv[i]
+        if a == "--launch-count" and cap is not None and cap > 0 and i + 1 < len(argv):
+            out += [a, str(cap)]
+            i += 2
+            continue
         if a in ("--metrics", "-o", "--set") and i + 1 < len(argv):
             value = {"--metrics": ",".join(BASE_METRICS), "-o": str(report_base)}.get(a)
             if value is not None:
@@ -79,14 +87,14 @@ def sweep_argv(ncu_pass_argv: Sequence[str], report_base: Path, clock: str) -> l
     return out
 
 
-def base_argv(ncu_pass_argv: Sequence[str], report_base: Path) -> list[str] | None:
+def base_argv(ncu_pass_argv: Sequence[str], report_base: Path, cap: int | None = None) -> list[str] | None:
     """The base pass's argv (``sweep_argv`` at ``--clock-control base``)."""
-    return sweep_argv(ncu_pass_argv, report_base, "base")
+    return sweep_argv(ncu_pass_argv, report_base, "base", cap)
 
 
-def duration_argv(ncu_pass_argv: Sequence[str], report_base: Path) -> list[str] | None:
+def duration_argv(ncu_pass_argv: Sequence[str], report_base: Path, cap: int | None = None) -> list[str] | None:
     """The duration pass's argv (``sweep_argv`` at ``--clock-control none``)."""
-    return sweep_argv(ncu_pass_argv, report_base, "none")
+    return sweep_argv(ncu_pass_argv, report_base, "none", cap)
 
 
 def clock_trouble(text: str) -> str | None:
@@ -105,14 +113,16 @@ def run_clock_sweep(
     extra_env: dict[str, str],
     deadline: float | None,
     name: str = CLOCK_SWEEP_PASS,
+    cap: int | None = None,
 ) -> tuple[PassRecord, str | None]:
-    """Run one pass of the sweep (``name``: ``DURATION_PASS`` or ``CLOCK_SWEEP_PASS``); its
-    manifest record and a warning for the user (None if it went well)."""
+    """Run one pass of the sweep (``name``: ``DURATION_PASS`` or ``CLOCK_SWEEP_PASS``) at ``cap``
+    per launch configuration (``sweep_argv``; None: the ncu pass's); its manifest record and a
+    warning for the user (None if it went well)."""
     L = prof.layout
     L.pass_dir(name).mkdir(exist_ok=True)
     base = name == CLOCK_SWEEP_PASS
     report_base, report = L.sweep_report_base(name), L.sweep_report(name)
-    argv = (base_argv if base else duration_argv)(ncu_pass_argv, report_base)
+    argv = (base_argv if base else duration_argv)(ncu_pass_argv, report_base, cap)
     env = pass_env(L.root, PASS_NCU, {**extra_env, ENV_NCU_ITERS: str(ncu_iters)})
     title = "clock-sweep pass (ncu --clock-control base)" if base else "duration pass (ncu, duration and SM clock only)"
     if base:

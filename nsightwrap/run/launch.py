@@ -326,76 +326,122 @@ def run_command(cmd: Command, *, on_line: LineCallback | None = None) -> Command
 
     Ctrl-C does not propagate: the child's group is stopped and the result says
     ``interrupted``; the caller decides what to do next."""
-    env = {**os.environ, **cmd.env}
-    start = time.time()
-    t0 = time.monotonic()
+    return Running(cmd, on_line).wait()
 
-    def result(status: str, rc: int | None, error: str | None = None) -> CommandResult:
-        wall = time.monotonic() - t0
-        sig = (
-            signal.Signals(-rc).name
-            if rc is not None and rc < 0 and -rc in signal.Signals._value2member_map_
-            else None
-        )
-        return CommandResult(
-            argv=cmd.argv,
-            cwd=cmd.cwd,
-            env=dict(cmd.env),
-            status=status,
-            returncode=rc,
-            signal=sig,
-            start=start,
-            end=start + wall,
-            wall_s=round(wall, 6),
-            stdout=cmd.stdout,
-            stderr=cmd.stderr,
-            error=error,
-        )
 
-    with open(cmd.stdout, "ab") as out, open(cmd.stderr, "ab") as err:
+class Running:
+    """A command started now and waited for later (``wait``), or stopped unwaited (``stop``):
+    ``nsightwrap profile`` runs the nsys export beside the next pass this way. Its times are
+    its own, from start to exit, whenever ``wait`` is called."""
+
+    def __init__(self, cmd: Command, on_line: LineCallback | None = None) -> None:
+        self.cmd = cmd
+        self.started = time.time()
+        self._t0 = time.monotonic()
+        self._end: float | None = None
+        self._out = open(cmd.stdout, "ab")  # noqa: SIM115 - closed by wait/stop
+        self._err = open(cmd.stderr, "ab")  # noqa: SIM115
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.error: str | None = None
+        self._threads: list[threading.Thread] = []
         try:
-            proc = subprocess.Popen(
+            self.proc = subprocess.Popen(
                 list(cmd.argv),
                 cwd=cmd.cwd,
-                env=env,
+                env={**os.environ, **cmd.env},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
             )
         except OSError as exc:
-            err.write(f"nsightwrap: cannot start {cmd.argv[0]}: {exc}\n".encode())
-            return result("not-started", None, error=f"{type(exc).__name__}: {exc.strerror or exc}")
-        assert proc.stdout is not None and proc.stderr is not None
-        pumps = [
-            threading.Thread(target=_pump, args=(proc.stdout, out, "stdout", on_line), daemon=True),
-            threading.Thread(target=_pump, args=(proc.stderr, err, "stderr", on_line), daemon=True),
+            self._err.write(f"nsightwrap: cannot start {cmd.argv[0]}: {exc}\n".encode())
+            self.error = f"{type(exc).__name__}: {exc.strerror or exc}"
+            return
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self._threads = [
+            threading.Thread(target=_pump, args=(self.proc.stdout, self._out, "stdout", on_line), daemon=True),
+            threading.Thread(target=_pump, args=(self.proc.stderr, self._err, "stderr", on_line), daemon=True),
         ]
-        for t in pumps:
+        # When the process ends, not when someone asks: a command waited for late keeps its own time.
+        self._reaper = threading.Thread(target=self._reap, daemon=True)
+        for t in (*self._threads, self._reaper):
             t.start()
+
+    def _reap(self) -> None:
+        assert self.proc is not None
+        self.proc.wait()
+        self._end = time.monotonic()
+
+    def done(self) -> bool:
+        """Whether the command has ended (or never started)."""
+        return self.proc is None or self.proc.poll() is not None
+
+    def _result(self, status: str, rc: int | None) -> CommandResult:
+        if self.proc is not None:
+            self._reaper.join(timeout=1)
+        wall = (self._end or time.monotonic()) - self._t0
+        sig = (
+            signal.Signals(-rc).name
+            if rc is not None and rc < 0 and -rc in signal.Signals._value2member_map_
+            else None
+        )
+        return CommandResult(
+            argv=self.cmd.argv, cwd=self.cmd.cwd, env=dict(self.cmd.env), status=status, returncode=rc,
+            signal=sig, start=self.started, end=self.started + wall, wall_s=round(wall, 6),
+            stdout=self.cmd.stdout, stderr=self.cmd.stderr, error=self.error,
+        )  # fmt: skip
+
+    def _close(self) -> None:
+        for t in self._threads:
+            # A grandchild that escaped the group may still hold the pipe; do not hang on it.
+            t.join(timeout=5)
+        self._out.close()
+        self._err.close()
+
+    def wait(self, timeout_s: float | None = None) -> CommandResult:
+        """Wait for the command (at most ``timeout_s`` from now, else the Command's own timeout
+        from its start); Ctrl-C stops it (status ``interrupted``), as a timeout does (``timeout``)."""
+        proc = self.proc
+        if proc is None:
+            self._close()
+            return self._result("not-started", None)
+        if timeout_s is None and self.cmd.timeout_s is not None:
+            timeout_s = max(0.0, self.cmd.timeout_s - (time.monotonic() - self._t0))
         status = "ok"
         try:
             try:
-                proc.wait(timeout=cmd.timeout_s)
+                proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 status = "timeout"
                 with _NoSigint():
-                    stop_group(proc, cmd.grace_s)
+                    stop_group(proc, self.cmd.grace_s)
         except KeyboardInterrupt:
             status = "interrupted"
             with _NoSigint():
-                stop_group(proc, cmd.grace_s)
+                stop_group(proc, self.cmd.grace_s)
         except BaseException:
             with _NoSigint():
-                stop_group(proc, cmd.grace_s)
+                stop_group(proc, self.cmd.grace_s)
             raise
-        for t in pumps:
-            # A grandchild that escaped the group may still hold the pipe; do not hang on it.
-            t.join(timeout=5)
-    rc = proc.returncode
-    if status == "ok" and rc != 0:
-        status = "failed"
-    return result(status, rc)
+        self._close()
+        rc = proc.returncode
+        if status == "ok" and rc != 0:
+            status = "failed"
+        return self._result(status, rc)
+
+    def stop(self) -> CommandResult:
+        """Stop the command and its process group (a run interrupted while it ran beside a pass):
+        its result, ``interrupted`` unless it had ended."""
+        status = "interrupted"
+        if self.proc is not None:
+            if self.proc.poll() is not None:
+                status = "ok" if self.proc.returncode == 0 else "failed"
+            with _NoSigint():
+                stop_group(self.proc, self.cmd.grace_s)
+        self._close()
+        return self._result(status if self.proc is not None else "not-started",
+                            None if self.proc is None else self.proc.returncode)  # fmt: skip
 
 
 def probe(

@@ -44,6 +44,7 @@ from nsightwrap.run.clocksweep import run_clock_sweep
 from nsightwrap.run.launch import (
     Command,
     CommandResult,
+    Running,
     capture_layer_env,
     ncu_argv,
     nsys_argv,
@@ -87,6 +88,17 @@ _MISSING_LIB = re.compile(r"(\S+\.so[\w.]*): cannot open shared object file")
 #: often in each ncu pass, the ``--ncu-iters`` default, so a benchmark that launches a kernel once
 #: per iteration keeps all its iterations; enough for a median.
 DEFAULT_NCU_KERNEL_CAP = 3
+#: The counters pass's cap (``--ncu-counters-cap``) where the duration pass gives every instance's
+#: duration: a kernel's counters (throughputs, bytes, instruction counts) do not change from one
+#: launch of the same configuration doing the same work to the next, and each profile with them
+#: costs 17 replay passes (0.4 s on the GEMM sweep, H200) against one for the duration pass.
+DEFAULT_NCU_COUNTERS_CAP = 1
+#: The clock sweep's passes (one replay per kernel) profile this many times ``--ncu-kernel-cap``
+#: instances of each launch configuration: ncu counts a configuration across the whole run, and a
+#: sweep whose benchmarks share one (another K of a GEMM at the same grid) would otherwise leave
+#: all but the first benchmark with durations carried from another's work. 8: eight benchmarks of
+#: ``--ncu-iters`` 3 per configuration, at ~50 ms of ncu time per extra instance (H200).
+SWEEP_CAP_X = 8
 
 
 @dataclass(frozen=True)
@@ -138,7 +150,11 @@ class Settings:
     base_pass: str = "auto"
     #: ``--duration-pass auto|always``: auto runs the duration pass only where moving ncu's
     #: durations by what it can move them changes a verdict or a cause (analysis/basepass.py).
-    duration_pass: str = "auto"
+    duration_pass: str = "always"
+    #: ``--ncu-counters-cap N``: the counters pass's cap per launch configuration where the
+    #: duration pass runs in every run (``duration_pass == "always"``) and takes each instance's
+    #: duration (``counters_cap``); the sweep's passes keep ``ncu_kernel_cap``.
+    ncu_counters_cap: int = DEFAULT_NCU_COUNTERS_CAP
     #: ``--nsys-loop-ms``: under nsys the capture layer caps do_bench's and Timer's loops at this
     #: many ms (``ENV_NSYS_LOOP_MS``); 0: the script's own lengths.
     nsys_loop_ms: float = NSYS_LOOP_MS
@@ -154,7 +170,23 @@ class Settings:
             "clock_sweep": self.clock_sweep, "gpu_metrics": self.gpu_metrics, "capture": self.capture,
             "labels": dict(self.labels), "ncu_kernel_cap": self.ncu_kernel_cap, "budget_s": self.budget_s,
             "base_pass": self.base_pass, "duration_pass": self.duration_pass, "nsys_loop_ms": self.nsys_loop_ms,
+            "ncu_counters_cap": self.counters_cap, "ncu_sweep_cap": self.sweep_cap,
         }  # fmt: skip
+
+    @property
+    def counters_cap(self) -> int:
+        """The cap of the ncu (counters) pass: ``ncu_counters_cap`` where the duration pass runs
+        in every run and gives each instance its duration (a lower cap, never a higher one, and
+        never lifting ``--ncu-kernel-cap 0``), else ``ncu_kernel_cap``."""
+        k = self.ncu_kernel_cap
+        if not (self.clock_sweep and self.duration_pass == "always") or self.ncu_counters_cap <= 0 or k <= 0:
+            return k
+        return min(k, self.ncu_counters_cap)
+
+    @property
+    def sweep_cap(self) -> int:
+        """The cap of the clock sweep's passes: ``SWEEP_CAP_X`` times ``ncu_kernel_cap`` (0: none)."""
+        return self.ncu_kernel_cap * SWEEP_CAP_X
 
     @property
     def nsys_loops_capped(self) -> bool:
@@ -241,6 +273,9 @@ class Profiler:
         #: nsys can sample the GPU's counters (``--gpu-metrics-devices``) and the user did not turn it off.
         self.nsys_gpu_metrics = False
         self.zero_kernels = False
+        #: The nsys export while it runs beside the next pass (``nsys(export_beside=True)``), with
+        #: the nsys pass's environment and profile commands, until ``finish_nsys``.
+        self.export: tuple[Running, dict[str, str], list[CommandResult]] | None = None
 
     # -- one command ------------------------------------------------------------------------
 
@@ -328,7 +363,7 @@ class Profiler:
         ncu = self.tools[PASS_NCU]
         argv = ncu_argv(
             ncu.path, self.s.argv, self.layout.ncu_report_base,
-            nvtx_filter=[*self.s.nvtx_filter, *kernel_cap_args(self.s.ncu_kernel_cap, self.s.ncu_extra)],
+            nvtx_filter=[*self.s.nvtx_filter, *kernel_cap_args(self.s.counters_cap, self.s.ncu_extra)],
             metrics=self.s.metrics, section_set=self.s.section_set, extra=self.s.ncu_extra,
         )  # fmt: skip
         env = pass_env(self.layout.root, PASS_NCU, {**self._target_env(), ENV_NCU_ITERS: str(self.s.ncu_iters)})
@@ -370,7 +405,9 @@ class Profiler:
         self.problems += problems
         return self._record(PASS_NCU, self._status_of(res, problems), env, [res], kernels_profiled=kernels)
 
-    def nsys(self, deadline: float | None) -> PassRecord:
+    def nsys(self, deadline: float | None, export_beside: bool = False) -> PassRecord:
+        """The nsys pass: the profile, then its SQLite export (``export_beside``: started in the
+        background, for ``finish_nsys`` to wait for)."""
         nsys = self.tools[PASS_NSYS]
         L = self.layout
         argv = nsys_argv(
@@ -401,25 +438,45 @@ class Profiler:
         if problem is None and not self.interrupted and not L.nsys_rep.is_file():
             problem = self._import_qdstrm(nsys, cmds, deadline)
         if problem is None and not self.interrupted and L.nsys_rep.is_file():
-            cmds.append(
-                self._run(
-                    PASS_NSYS, nsys_export_argv(nsys.path, L.nsys_rep, L.nsys_sqlite), {}, deadline, "export."
-                )
-            )
-            problem = self._command_problem(PASS_NSYS, "nsys export", cmds[-1])
-            if problem is None and not self.interrupted and not L.nsys_sqlite.is_file():
-                log = L.logs(PASS_NSYS, "export.")[0]
-                problem = Problem(
-                    PASS_NSYS,
-                    f"nsys pass: nsys export wrote no {L.nsys_sqlite}",
-                    f"see {log}",
-                    EXIT_TOOL_FAILED,
-                    log,
-                )
+            export = nsys_export_argv(nsys.path, L.nsys_rep, L.nsys_sqlite)
+            if export_beside:
+                # The export is CPU work on the report alone: it runs while the next pass profiles,
+                # and finish_nsys records it (the pass's record says "running" until then).
+                out, err = L.logs(PASS_NSYS, "export.")
+                timeout = None if deadline is None else max(0.1, deadline - time.monotonic())
+                self.export = (Running(Command(tuple(export), self.cwd, str(out), str(err), {}, timeout)), env, cmds)
+                return self._record(PASS_NSYS, "running", env, cmds)
+            cmds.append(self._run(PASS_NSYS, export, {}, deadline, "export."))
+            problem = self._export_problem(cmds[-1])
+        return self._nsys_record(env, cmds, problem)
+
+    def _export_problem(self, res: CommandResult) -> Problem | None:
+        L = self.layout
+        problem = self._command_problem(PASS_NSYS, "nsys export", res)
+        if problem is None and not self.interrupted and not L.nsys_sqlite.is_file():
+            log = L.logs(PASS_NSYS, "export.")[0]
+            problem = Problem(PASS_NSYS, f"nsys pass: nsys export wrote no {L.nsys_sqlite}", f"see {log}",
+                              EXIT_TOOL_FAILED, log)  # fmt: skip
+        return problem
+
+    def _nsys_record(self, env: dict[str, str], cmds: list[CommandResult], problem: Problem | None) -> PassRecord:
         problems = [problem] if problem else []
         self.problems += problems
         status = "timeout" if any(c.status == "timeout" for c in cmds) else ("failed" if problems else "ok")
         return self._record(PASS_NSYS, status, env, cmds)
+
+    def finish_nsys(self, stop: bool = False) -> PassRecord | None:
+        """Wait for the nsys export started beside the next pass (``stop``: stop it, the run was
+        interrupted) and record the nsys pass; None when no export is pending."""
+        if self.export is None:
+            return None
+        running, env, cmds = self.export
+        self.export = None
+        res = running.stop() if stop else running.wait()
+        if res.status == "interrupted":
+            self.interrupted = True
+        cmds = [*cmds, res]
+        return self._nsys_record(env, cmds, None if stop else self._export_problem(res))
 
     def _import_qdstrm(self, nsys: Tool, cmds: list[CommandResult], deadline: float | None) -> Problem | None:
         """nsys exited 0 without a report: its importer failed and left only the raw .qdstrm
@@ -647,6 +704,9 @@ def _clock_sweep(
     failure is a warning, recorded in the manifest, and the analysis falls back."""
     ncu = prof.records.get(PASS_NCU)
     for name in names:
+        if name != DURATION_PASS or s.duration_pass != "always":
+            # The checks and the base pass's estimate read the nsys export: it must have ended.
+            finish_nsys(prof, display, plan)
         if not s.clock_sweep:
             prof.records[name] = PassRecord(name, "skipped", message="--no-clock-sweep")
             continue
@@ -675,7 +735,8 @@ def _clock_sweep(
         clock = "base" if name == CLOCK_SWEEP_PASS else "none"
         with display.pass_running(name, f"ncu --clock-control {clock} (duration, SM clock) " + shlex.join(s.argv)):
             rec, warning = run_clock_sweep(
-                prof, list(ncu.commands[0].argv), s.ncu_iters, prof._target_env(), deadline, name
+                prof, list(ncu.commands[0].argv), s.ncu_iters, prof._target_env(), deadline, name,
+                cap=s.sweep_cap,
             )
         prof.records[name] = rec
         display.done(rec)
@@ -683,6 +744,18 @@ def _clock_sweep(
             plan.after(name, rec)
         if warning:
             display.warn(warning)
+    finish_nsys(prof, display, plan)
+
+
+def finish_nsys(prof: Profiler, display: Display, plan: Plan | None = None, stop: bool = False) -> None:
+    """Wait for (``stop``: stop) the nsys export that ran beside the duration pass, record the
+    nsys pass and say how it ended."""
+    rec = prof.finish_nsys(stop)
+    if rec is None:
+        return
+    display.done(rec)
+    if plan is not None:
+        plan.after(PASS_NSYS, rec)
 
 
 #: ncu options of the user's (``--ncu-args``) that choose what is profiled themselves: no cap then.
@@ -736,11 +809,16 @@ class Plan:
         if name == PASS_PLAIN:
             return "the script as is, timings recorded"
         if name in (PASS_NCU, *SWEEP_PASSES):
-            capped = bool(kernel_cap_args(s.ncu_kernel_cap, s.ncu_extra))
+            n = s.counters_cap if name == PASS_NCU else s.sweep_cap
+            capped = bool(kernel_cap_args(n, s.ncu_extra))
+            which = "--ncu-counters-cap" if name == PASS_NCU and n != s.ncu_kernel_cap else "--ncu-kernel-cap"
+            times = "once" if n == 1 else f"at most {n} times"
             cap = (
-                f"; each distinct kernel (name, grid, block) profiled at most {s.ncu_kernel_cap} times in the pass "
-                "(--ncu-kernel-cap), the other launches carried by its median" if capped else ""
-            )
+                f"; each distinct kernel (name, grid, block) profiled {times} in the pass ({which})"
+                + (", the duration pass times the other instances" if which == "--ncu-counters-cap"
+                   else ", the other launches carried by its median")
+                if capped else ""
+            )  # fmt: skip
             head = {PASS_NCU: "counters", CLOCK_SWEEP_PASS: "duration and SM clock at --clock-control base"}.get(
                 name, "duration and SM clock at --clock-control none"
             )
@@ -750,7 +828,8 @@ class Plan:
                 if name in SWEEP_PASSES and auto == "auto" else ""
             )
             if name != PASS_NCU:
-                return f"ncu {head}{when}: the ncu pass's iterations" + (" and cap" if capped else "")
+                sweep = f"; each distinct kernel profiled at most {n} times ({SWEEP_CAP_X}x --ncu-kernel-cap)"
+                return f"ncu {head}{when}: the ncu pass's iterations" + (sweep if capped else "")
             return f"ncu {head}{when}: {s.ncu_iters} iteration(s) per benchmark{cap}; the timing loops shortened"
         loops = (
             f"; do_bench and Timer loops capped at {s.nsys_loop_ms:g} ms (--nsys-loop-ms)" if s.nsys_loops_capped
@@ -805,8 +884,20 @@ class Plan:
             "passes": [{"name": n, "what": self.what(n), "estimate_s": self.estimate_s.get(n),
                         "actual_s": self.actual_s.get(n)} for n in self.names],
             "budget_s": self.s.budget_s, "cut": self.cut, "ncu_kernel_cap": self.s.ncu_kernel_cap,
+            "ncu_counters_cap": self.s.counters_cap, "ncu_sweep_cap": self.s.sweep_cap,
             "base_pass": self.s.base_pass, "duration_pass": self.s.duration_pass, "decided": self.decided,
         }  # fmt: skip
+
+
+def _export_beside(s: Settings, prof: Profiler, skipped: tuple[str, ...]) -> bool:
+    """Whether the nsys export can run beside the duration pass: the pass runs next whatever
+    the export holds (``--duration-pass always``, the ncu pass went well, nsys is the last of
+    the main passes)."""
+    ncu = prof.records.get(PASS_NCU)
+    return (
+        s.clock_sweep and s.duration_pass == "always" and s.passes[-1] == PASS_NSYS and PASS_NSYS not in skipped
+        and ncu is not None and ncu.status == "ok" and not (s.fail_fast and prof.problems)
+    )  # fmt: skip
 
 
 def _pass_order(passes: tuple[str, ...], records: dict[str, PassRecord]) -> list[str]:
@@ -858,7 +949,10 @@ def run_passes(
                     continue
                 deadline = None if s.timeout_s is None else time.monotonic() + s.timeout_s
                 with display.pass_running(name, shlex.join(s.argv)):
-                    rec = runners[name](deadline)
+                    if name == PASS_NSYS:
+                        rec = prof.nsys(deadline, export_beside=_export_beside(s, prof, skipped))
+                    else:
+                        rec = runners[name](deadline)
                 display.done(rec)
                 plan.after(name, rec)
                 if name == PASS_PLAIN and rec.status == "ok" and callable(show_plan):
@@ -876,6 +970,7 @@ def run_passes(
     except KeyboardInterrupt:
         prof.interrupted = True
     finally:
+        finish_nsys(prof, display, plan, stop=True)
         for name in s.passes:
             prof.records.setdefault(name, PassRecord(name, "skipped", message="interrupted"))
         problems = [
