@@ -105,22 +105,32 @@ def _settings(argv: tuple[str, ...]) -> Settings:
     )  # fmt: skip
 
 
-def test_run_asks_after_the_other_passes_and_records_why_not(tmp_path: Path, monkeypatch) -> None:
-    from dataclasses import replace
-
-    use_fakes(monkeypatch, tmp_path)
-    s = replace(_settings((str(TARGET),)), duration_pass="auto")
+def _run(s: Settings, run: Path, answer: Any) -> tuple[int, str, list[tuple[str, dict[str, Any]]]]:
+    """Run the passes of ``s`` into ``run`` on the fakes; the sweep's check answers ``answer(name)``
+    and each question (the pass, the manifest so far) is kept."""
     display = _Display(Console(stderr=True), quiet=True, verbose=False)
     tools, skipped = find_tools(s, None, None, display)
-    layout = create_run_dir(tmp_path / "run", s.passes)
+    layout = create_run_dir(run, s.passes)
     seen: list[tuple[str, dict[str, Any]]] = []
 
     def check(name: str, root: Path, m: dict[str, Any]) -> tuple[bool, str]:
         seen.append((name, m))
         assert root == layout.root
-        return (name == "ncu-duration", "a tenth moves a verdict" if name == "ncu-duration" else "the clocks agree")
+        return answer(name)
 
     code, status, _, _ = run_passes(s, layout, tools, skipped, display, sweep_check=check)
+    return code, status, seen
+
+
+def test_run_asks_after_the_other_passes_and_records_why_not(tmp_path: Path, monkeypatch) -> None:
+    from dataclasses import replace
+
+    use_fakes(monkeypatch, tmp_path)
+    s = replace(_settings((str(TARGET),)), duration_pass="auto")
+    code, status, seen = _run(
+        s, tmp_path / "run",
+        lambda name: (name == "ncu-duration", "a tenth moves a verdict" if name == "ncu-duration" else "the clocks agree"),
+    )  # fmt: skip
     assert (code, status) == (0, "complete")
     assert [n for n, _ in seen] == ["ncu-duration", "ncu-base"]
     # Both asked after the nsys pass, the base pass after the duration pass ran.
@@ -147,13 +157,7 @@ def test_always_runs_it_without_asking(tmp_path: Path, monkeypatch, capsys) -> N
 
     use_fakes(monkeypatch, tmp_path)
     s = replace(_settings((str(TARGET),)), passes=("plain", "ncu"), base_pass="always", duration_pass="always")
-    display = _Display(Console(stderr=True), quiet=True, verbose=False)
-    tools, skipped = find_tools(s, None, None, display)
-    layout = create_run_dir(tmp_path / "run", s.passes)
-    asked: list[Path] = []
-    code, _, _, _ = run_passes(
-        s, layout, tools, skipped, display, sweep_check=lambda name, root, m: (asked.append(root), (False, "no"))[1]
-    )
+    code, _, asked = _run(s, tmp_path / "run", lambda name: (False, "no"))
     assert code == 0 and asked == []
     m = manifest(tmp_path / "run")
     assert passes(m)["ncu-base"]["status"] == "ok" and m["settings"]["base_pass"] == "always"
@@ -195,16 +199,7 @@ def test_by_default_the_duration_pass_runs_beside_the_nsys_export_and_the_ncu_pa
     monkeypatch.setenv("FAKE_NSYS_EXPORT_DELAY", "1.5")
     s = _settings((str(TARGET),))
     assert (s.duration_pass, s.counters_cap, s.ncu_kernel_cap, s.sweep_cap) == ("always", 1, 3, 24)
-    display = _Display(Console(stderr=True), quiet=True, verbose=False)
-    tools, skipped = find_tools(s, None, None, display)
-    layout = create_run_dir(tmp_path / "run", s.passes)
-    seen: list[tuple[str, dict[str, Any]]] = []
-
-    def check(name: str, root: Path, m: dict[str, Any]) -> tuple[bool, str]:
-        seen.append((name, m))
-        return False, "the clocks agree"
-
-    code, status, _, _ = run_passes(s, layout, tools, skipped, display, sweep_check=check)
+    code, status, seen = _run(s, tmp_path / "run", lambda name: (False, "the clocks agree"))
     assert (code, status) == (0, "complete")
     # Only the base pass asks, once the export has ended and the nsys pass is recorded.
     assert [n for n, _ in seen] == ["ncu-base"]
@@ -220,7 +215,7 @@ def test_by_default_the_duration_pass_runs_beside_the_nsys_export_and_the_ncu_pa
     run = light["commands"][0]
     assert export["start"] < run["end"] and run["start"] < export["end"]
     assert (tmp_path / "run" / "nsys" / "report.sqlite").is_file()
-    # The ncu pass profiles each launch shape once; the duration pass keeps the kernel cap.
+    # The ncu pass profiles each launch shape once; the duration pass at 8x the kernel cap.
     for name, cap in (("ncu", "1"), ("ncu-duration", "24")):
         argv = p[name]["commands"][0]["argv"]
         i = argv.index("--launch-count")

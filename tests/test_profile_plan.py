@@ -140,6 +140,13 @@ def test_profile_cost_benchmark_on_the_fakes(tmp_path: Path, monkeypatch, capsys
     assert rows["ncu by hand (same filter)"]["kernels"] == 18
     assert rows["nsightwrap profile"]["x_plain"] > 0
     assert "nsightwrap profile" in capsys.readouterr().out
+    # The time outside the passes counts two passes at once (the nsys export beside the duration
+    # pass) once: it is the run's wall time less the union of the commands' spans.
+    row = rows["nsightwrap profile"]
+    assert 0 <= row["outside_passes_s"] <= row["wall_s"] and row["overlapped_s"] >= 0
+    m = {"passes": [{"commands": [{"start": 0.0, "end": 4.0}, {"start": 4.0, "end": 7.0}]},
+                    {"commands": [{"start": 5.0, "end": 9.0}]}, {"commands": [{"start": 10.0, "end": 11.0}]}]}
+    assert profile_cost._busy(m) == (10.0, 2.0)
 
 
 def test_profile_cost_compares_the_verdicts_with_a_baseline(tmp_path: Path, monkeypatch, capsys) -> None:
