@@ -16,7 +16,7 @@ kernel's duration and SM clock only, at ``--clock-control none`` (the duration p
 ``--clock-control base`` (which locks a lower clock). Each kernel is matched with its twins there
 (benchmark, iteration, launch order, name: ``twins``); ``t_k`` and ``f_k`` come from the duration
 pass (``attach_durations``: ncu's reading moves with what else it collects, and the ncu pass's
-counters take 12 replay passes) and ``e = ln(t_base / t_k) / ln(f_k / f_base)``
+counters take 17 replay passes, 12 with --no-roofline-counters) and ``e = ln(t_base / t_k) / ln(f_k / f_base)``
 (``measured_elasticity``). Elsewhere it is a guess from ncu's throughput counters: 1 for SM-bound
 kernels, 0 for DRAM-bound ones (``classify``), marked ``heuristic`` (docs/reconciliation.md).
 """

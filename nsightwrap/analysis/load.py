@@ -487,7 +487,10 @@ def _with_clock_sweep(
             )
     else:
         out, taken = attach_durations(ncu, light)
-    counters = "ncu durations are the ncu pass's, whose counters take 12 replay passes and can read kernels a few % long"
+    counters = (
+        "ncu durations are the ncu pass's, whose counters take 17 replay passes (12 with "
+        "--no-roofline-counters) and can read kernels a few % long"
+    )
     if light is None:
         notes.append(_missing_pass(_sweep_record(manifest, DURATION_PASS), "duration pass", counters))
     elif taken < len(out):

@@ -35,7 +35,8 @@ MANIFEST_NAME = "manifest.json"
 CLOCK_SWEEP_PASS = "ncu-base"
 #: The duration pass (the ncu pass again at ``--clock-control none`` with the duration and the SM
 #: clock only): its manifest name and directory. Its durations are the ones the analysis uses: the
-#: ncu pass's many counters take 12 replay passes, which read some kernels several % longer.
+#: ncu pass's many counters take 17 replay passes (12 with --no-roofline-counters), which read
+#: some kernels several % longer.
 DURATION_PASS = "ncu-duration"
 #: The clock sweep's two passes, in the order they run (after the nsys pass, each only where it
 #: can change an answer: analysis/basepass.py).

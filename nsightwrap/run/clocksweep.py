@@ -8,9 +8,10 @@ where measured). The two (clock, duration) pairs of one kernel give its clock el
 clock: measured, instead of guessed from throughput counters.
 
 Both passes collect the same two metrics, so ``e`` compares like with like: ncu's reading of a
-kernel moves with what else it collects. The ncu pass's counters take 12 replay passes per kernel
-(docs/profile.md), with gigabytes of device memory saved and restored around them, and read a bf16 GEMV
-5.6% longer than ncu's one-pass reading (docs/timer-accuracy.md). So the duration pass's
+kernel moves with what else it collects. The ncu pass's counters take 17 replay passes per kernel
+(12 with --no-roofline-counters; docs/profile.md), with gigabytes of device memory saved and
+restored around them, and read a bf16 GEMV 5.6% longer than ncu's one-pass reading
+(docs/timer-accuracy.md). So the duration pass's
 durations are the ones the analysis uses (``analysis.clocks.attach_durations``); the ncu pass
 keeps its counters.
 
