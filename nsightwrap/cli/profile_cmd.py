@@ -459,8 +459,9 @@ def profile_command(
         typer.Option(
             "--ncu-counters-cap", min=0, metavar="N",
             help="With --duration-pass always, profile each distinct kernel launch at most N times in the ncu pass "
-            "(its counters take 17 replays per kernel and do not change between launches of one shape); the "
-            "duration pass keeps --ncu-kernel-cap instances for the medians. 0: --ncu-kernel-cap.",
+            "(its counters take 17 replays per kernel and repeat between launches of one shape doing the same "
+            "work); the duration pass times up to 8x --ncu-kernel-cap instances, each with its own duration. "
+            "0: --ncu-kernel-cap.",
         ),
     ] = DEFAULT_NCU_COUNTERS_CAP,
     nsys_loop_ms: Annotated[
