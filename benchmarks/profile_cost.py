@@ -131,8 +131,11 @@ def _profile(name: str, target: list[str], work: Path, args: list[str], timeout:
         manifest = json.loads(mpath.read_text())
         for p in manifest.get("passes", []):
             wall = sum(float(c.get("wall_s") or 0) for c in p.get("commands", []))
+            # A pass started early (--early-start) counts from its turn; early_s: how long before it.
+            early = sum(float(c.get("early_s") or 0) for c in p.get("commands", []))
             passes.append({"name": p["name"], "status": p["status"], "wall_s": round(wall, 3),
-                           "kernels_profiled": p.get("kernels_profiled"), "message": p.get("message")})  # fmt: skip
+                           "kernels_profiled": p.get("kernels_profiled"), "message": p.get("message"),
+                           "early_s": round(early, 3) if early else None})  # fmt: skip
     row["passes"] = passes
     busy, overlap = _busy(manifest)
     # The nsys export runs beside the duration pass: the passes' sum counts that time twice.
@@ -207,7 +210,8 @@ def table(res: dict[str, Any]) -> str:
         for p in r.get("passes", []):
             xpp = p["wall_s"] / res["rows"]["plain"]["wall_s"] if res["rows"]["plain"]["wall_s"] else 0
             kp = p["kernels_profiled"] if p["kernels_profiled"] is not None else ""
-            lines.append(f"  pass {p['name'] + ' (' + p['status'] + ')':<40} {p['wall_s']:>9.2f} {xpp:>8.2f} {kp:>8}")
+            early = f"  started {p['early_s']:.2f} s early" if p.get("early_s") else ""
+            lines.append(f"  pass {p['name'] + ' (' + p['status'] + ')':<40} {p['wall_s']:>9.2f} {xpp:>8.2f} {kp:>8}{early}")
         if r.get("overlapped_s"):
             lines.append(f"  {'of which two passes at once (nsys export)':<42} {r['overlapped_s']:>9.2f}")
         if "outside_passes_s" in r:

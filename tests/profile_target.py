@@ -4,7 +4,7 @@ writes a timer-sidecar-like file in the plain pass.
 Misbehaviour per pass, each a comma-separated list of pass names (or ``all``):
 ``TARGET_FAIL`` (exit 7 with a message on stderr), ``TARGET_SIGNAL`` (killed by SIGKILL),
 ``TARGET_SLEEP`` (sleeps 60 s; with ``TARGET_IGNORE_SIGINT=1`` it ignores Ctrl-C).
-``TARGET_PID_FILE``: append "<pass> <pid>" to this file once started; ``TARGET_DELAY``: seconds
+``TARGET_PID_FILE``: append "<pass> <pid> <epoch s>" to this file once started; ``TARGET_DELAY``: seconds
 to run at least (so that a sampler beside it has time to start).
 """
 
@@ -28,7 +28,7 @@ def when(var: str) -> bool:
 print(f"target: pass={pass_name} argv={json.dumps(sys.argv[1:])}", flush=True)
 if os.environ.get("TARGET_PID_FILE"):
     with open(os.environ["TARGET_PID_FILE"], "a") as f:
-        f.write(f"{pass_name} {os.getpid()}\n")
+        f.write(f"{pass_name} {os.getpid()} {time.time()}\n")
 if pass_name == "plain" and run_dir:
     sidecar = {
         "format": "nsightwrap-timer",

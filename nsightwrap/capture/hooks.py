@@ -1,6 +1,7 @@
 """Post-import hooks: run a function on a module right after the script first imports it.
 
-The layer never imports torch or triton itself: a finder on ``sys.meta_path`` waits for the
+The layer never imports torch or triton itself (but for a pass started early, whose boot module
+imports what the plain pass's script imported before it waits for its turn): a finder on ``sys.meta_path`` waits for the
 script's own ``import`` of a named module, lets the normal machinery load it, and calls the hook
 on the executed module (before the importer sees it, so ``from triton.testing import do_bench``
 already gets the patched function). A module already imported gets its hook at once.

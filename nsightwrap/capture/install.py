@@ -18,6 +18,7 @@ from typing import Any
 
 from nsightwrap.capture import hooks
 from nsightwrap.capture.state import Layer, layer, set_layer
+from nsightwrap.core import contract
 
 _CAPTURE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -35,6 +36,9 @@ def install(environ: dict[str, str] | None = None) -> Layer:
     if L.under_ncu:
         hooks.when_imported("nvtx.nvtx", _nvtx)
         hooks.when_imported("torch.cuda.nvtx", _torch_nvtx)
+    startup = os.environ.pop(contract.ENV_STARTUP_FILE, None)
+    if startup:
+        _note_startup(startup)
     _hide_own_frames()
     atexit.register(_at_exit)
     if hasattr(os, "register_at_fork"):
@@ -86,6 +90,30 @@ def _torch_nvtx(mod: ModuleType) -> None:
     L = layer()
     if L is not None:
         patch_torch_nvtx(mod, L.ncu_iters)
+
+
+def _note_startup(path: str) -> None:
+    """For the early start of the ncu passes (``contract.ENV_STARTUP_FILE``): at exit, which of
+    ``PREIMPORTABLE`` this process imported, and which environment variables the script had set
+    or changed by the time it imported torch (torch reads some of them at import)."""
+    before = dict(os.environ)
+    state: dict[str, Any] = {"env_before_torch": []}
+
+    def at_torch(mod: ModuleType) -> None:
+        now = os.environ
+        state["env_before_torch"] = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+
+    def write() -> None:
+        try:
+            from nsightwrap.core.jsonfile import write_json_atomic
+
+            doc = {"imports": [m for m in contract.PREIMPORTABLE if m in sys.modules], **state}
+            write_json_atomic(path, doc, indent=1)
+        except Exception:  # noqa: BLE001 - never fail the exit of the user's program
+            pass
+
+    hooks.when_imported("torch", at_torch)
+    atexit.register(write)
 
 
 def _at_exit() -> None:

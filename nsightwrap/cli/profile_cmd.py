@@ -69,15 +69,22 @@ def _sweep_choice(option: str, value: str) -> str:
     return value
 
 
-def _sweep_check() -> Any:
-    """Before each clock-sweep pass: whether it can change an answer (analysis/basepass.py). The
-    ncu reports (in a child process) and the nsys export are read once for all the analyses the
-    checks make."""
-    from nsightwrap.analysis.basepass import check_run, read_once
+def _readers() -> tuple[Any, Any]:
+    """The ncu report reader (in a child process: a crash of the native reader costs the ncu
+    numbers, not the run) and the nsys one, each reading a file once for every analysis of the
+    run (the checks before the clock sweep's passes, then the report)."""
+    from nsightwrap.analysis.basepass import read_once
     from nsightwrap.parsers.nsys import read_nsys
     from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
-    read_ncu, read_sqlite = read_once(read_ncu_rep_isolated), read_once(read_nsys)
+    return read_once(read_ncu_rep_isolated), read_once(read_nsys)
+
+
+def _sweep_check(readers: tuple[Any, Any]) -> Any:
+    """Before each clock-sweep pass: whether it can change an answer (analysis/basepass.py)."""
+    from nsightwrap.analysis.basepass import check_run
+
+    read_ncu, read_sqlite = readers
 
     def check(name: str, root: Path, manifest: dict[str, Any]) -> tuple[bool, str]:
         return check_run(root, manifest, read_ncu, name, read_sqlite)
@@ -261,8 +268,10 @@ def _print_problem(console: Console, p: Problem) -> None:
         console.print(f"    [dim]{escape(ln)}[/]", highlight=False)
 
 
-def _analyze(root: Path, out: Console, err: Console, *, show: bool) -> int:
-    """Run the analysis and print its summary (``show``); its exit code (0, or the error's)."""
+def _analyze(root: Path, out: Console, err: Console, *, show: bool, readers: tuple[Any, Any] | None = None) -> int:
+    """Run the analysis and print its summary (``show``); its exit code (0, or the error's).
+    ``readers``: the ncu and nsys readers of the run's checks (``_readers``), which hold what
+    they read already."""
     try:
         from nsightwrap.analysis.load import analyze
         from nsightwrap.export.terminal import print_report
@@ -274,7 +283,10 @@ def _analyze(root: Path, out: Console, err: Console, *, show: bool) -> int:
         from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
         # The native ncu reader in a child process: its crash costs the ncu numbers, not the run.
-        result = analyze(root, read_ncu=read_ncu_rep_isolated)
+        kw: dict[str, Any] = {"read_ncu": read_ncu_rep_isolated}
+        if readers is not None:
+            kw = {"read_ncu": readers[0], "read_nsys": readers[1]}
+        result = analyze(root, **kw)
         if show:
             print_report(result, out)
     except NsightwrapError as exc:
@@ -472,6 +484,17 @@ def profile_command(
             "default): the trace needs each iteration, not the loop's length; 0: the loops as the script asks.",
         ),
     ] = float(NSYS_LOOP_MS),
+    early_start: Annotated[
+        bool,
+        typer.Option(
+            "--early-start/--no-early-start",
+            help="Start the clock sweep's base pass while the duration pass runs (once no nsys process is left), "
+            "held before the script's first line and its first CUDA call, so that Python's start, ncu's and the "
+            "script's import of torch overlap the duration pass; it goes while the analysis decides whether it is "
+            "needed and is stopped if not. Only for a Python target with the capture layer. Off by default: not yet "
+            "measured on a GPU in this form (docs/profile.md, \"Early start\").",
+        ),
+    ] = False,
     no_gpu_metrics: Annotated[
         bool,
         typer.Option(
@@ -545,7 +568,7 @@ def profile_command(
         gpu_metrics=not no_gpu_metrics, ncu_kernel_cap=ncu_kernel_cap, budget_s=budget,
         base_pass=_sweep_choice("--base-pass", base_pass),
         duration_pass=_sweep_choice("--duration-pass", duration_pass), nsys_loop_ms=nsys_loop_ms,
-        ncu_counters_cap=ncu_counters_cap,
+        ncu_counters_cap=ncu_counters_cap, early_start=early_start,
     )  # fmt: skip
     if gpus is not None:
         g = GpuRun(gpus, s.target, target_tokens, output, replicate, shard_by, allow_failed_shards, quiet,
@@ -558,7 +581,8 @@ def profile_command(
     layout = create_run_dir(run_dir, s.passes)
     if not no_checks:
         preflight(display.warn)  # nsightwrap doctor's quick checks: only what is not ok is shown
-    code, status, problems, interrupted = run_passes(s, layout, tools, skipped, display, sweep_check=_sweep_check())
+    readers = _readers()
+    code, status, problems, interrupted = run_passes(s, layout, tools, skipped, display, sweep_check=_sweep_check(readers))
     place_device_file(layout.root, device_file, err, quiet=quiet)
     for p in problems:
         _print_problem(err, p)
@@ -568,7 +592,7 @@ def profile_command(
         )
     if code != EXIT_INTERRUPTED and not no_analyze:
         # A pass's failure (3) or timeout (4) stays the exit code; the analysis can only add one.
-        analysis_code = _analyze(layout.root, out, err, show=not quiet)
+        analysis_code = _analyze(layout.root, out, err, show=not quiet, readers=readers)
         code = code or analysis_code
         if analysis_code == EXIT_NOTHING_MEASURED:
             status = f"{status}, nothing measured"

@@ -83,6 +83,24 @@ ENV_CAPTURE = "NSIGHTWRAP_CAPTURE"
 #: Site names given on the command line (``--label FILE:LINE=NAME``), as a JSON object
 #: ``{"FILE:LINE": "NAME"}``.
 ENV_LABELS = "NSIGHTWRAP_LABELS"
+#: An ncu pass started early (``nsightwrap profile`` starts the next one while a pass runs): the
+#: first Python process of the target, once its capture layer is in, imports the modules of
+#: ``ENV_PREIMPORT`` and waits until this file exists before the script's first line runs. The
+#: layer takes the variable out of the environment, so the processes the script starts do not wait.
+ENV_GO_FILE = "NSIGHTWRAP_GO_FILE"
+#: Comma-separated modules the waiting process imports before it waits (``torch``): the 3-4 s of
+#: ``import torch`` then overlap the pass before (``Profiler.stage``).
+ENV_PREIMPORT = "NSIGHTWRAP_PREIMPORT"
+#: The pid of the ``nsightwrap profile`` that started the pass early: a waiting process whose
+#: profile has died leaves instead of waiting for ever.
+ENV_GO_OWNER = "NSIGHTWRAP_GO_OWNER"
+#: Where the first Python process of the plain pass writes what the early start needs to know
+#: (``{"imports": [...], "env_before_torch": [...]}``): which of ``PREIMPORTABLE`` the script
+#: imported, and which environment variables it set before its ``import torch`` (then torch is
+#: not imported early: torch reads some of them, OMP_NUM_THREADS or TORCH_LOGS, at import).
+ENV_STARTUP_FILE = "NSIGHTWRAP_STARTUP_FILE"
+#: The modules an early-started pass may import before it waits.
+PREIMPORTABLE = ("torch", "triton", "triton.testing")
 #: Kinds of timing a benchmark can come from (``BenchmarkResult.source["kind"]``).
 SOURCE_KINDS = ("nsightwrap_bench", "do_bench", "do_bench_cudagraph", "torch_benchmark", "cuda_events", "nvtx_range")
 #: NVTX domain of the ranges that mirror a user's own NVTX ranges under the ncu pass (a domain of

@@ -93,6 +93,12 @@ class RunLayout:
         return self.pass_dir(PASS_PLAIN) / "smi_samples.csv"
 
     @property
+    def startup_file(self) -> Path:
+        """What the plain pass's first Python process imported, for the passes started early
+        (``contract.ENV_STARTUP_FILE``)."""
+        return self.pass_dir(PASS_PLAIN) / "startup.json"
+
+    @property
     def ncu_report_base(self) -> Path:
         return self.pass_dir(PASS_NCU) / "report"
 

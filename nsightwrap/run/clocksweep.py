@@ -107,6 +107,17 @@ def clock_trouble(text: str) -> str | None:
     return None
 
 
+def sweep_command(
+    layout: RunLayout, ncu_pass_argv: Sequence[str], ncu_iters: int, extra_env: dict[str, str], name: str,
+    cap: int | None = None,
+) -> tuple[list[str] | None, dict[str, str]]:  # fmt: skip
+    """The argv (None: the user's ncu arguments choose the clock) and environment of sweep pass
+    ``name``: what ``run_clock_sweep`` runs, and what ``nsightwrap profile`` starts early."""
+    base = name == CLOCK_SWEEP_PASS
+    argv = (base_argv if base else duration_argv)(ncu_pass_argv, layout.sweep_report_base(name), cap)
+    return argv, pass_env(layout.root, PASS_NCU, {**extra_env, ENV_NCU_ITERS: str(ncu_iters)})
+
+
 def run_clock_sweep(
     prof: _Runs,
     ncu_pass_argv: Sequence[str],
@@ -122,9 +133,8 @@ def run_clock_sweep(
     L = prof.layout
     L.pass_dir(name).mkdir(exist_ok=True)
     base = name == CLOCK_SWEEP_PASS
-    report_base, report = L.sweep_report_base(name), L.sweep_report(name)
-    argv = (base_argv if base else duration_argv)(ncu_pass_argv, report_base, cap)
-    env = pass_env(L.root, PASS_NCU, {**extra_env, ENV_NCU_ITERS: str(ncu_iters)})
+    report = L.sweep_report(name)
+    argv, env = sweep_command(L, ncu_pass_argv, ncu_iters, extra_env, name, cap)
     title = "clock-sweep pass (ncu --clock-control base)" if base else "duration pass (ncu, duration and SM clock only)"
     if base:
         fallback = "clock elasticities fall back to the heuristic (a guess from ncu's throughput counters)"

@@ -87,6 +87,9 @@ class CommandResult:
     stdout: str
     stderr: str
     error: str | None = None  # why it could not start (OSError), if it did not
+    #: Seconds the process was started before its turn (an ncu pass started early and held at
+    #: its go file, ``Running(held=...)``); its start, end and wall time count from its turn.
+    early_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -334,11 +337,17 @@ class Running:
     ``nsightwrap profile`` runs the nsys export beside the next pass this way. Its times are
     its own, from start to exit, whenever ``wait`` is called."""
 
-    def __init__(self, cmd: Command, on_line: LineCallback | None = None) -> None:
+    def __init__(self, cmd: Command, on_line: LineCallback | None = None, *, held: Path | None = None) -> None:
         self.cmd = cmd
         self.started = time.time()
         self._t0 = time.monotonic()
         self._end: float | None = None
+        #: ``held``: the go file the target's capture layer waits for (``contract.ENV_GO_FILE``,
+        #: in ``cmd.env``): until ``release``, its output goes to the logs only and its time
+        #: (and timeout) has not started.
+        self.held = held
+        self.early_s: float | None = None
+        self._on_line = None if held is not None else on_line
         self._out = open(cmd.stdout, "ab")  # noqa: SIM115 - closed by wait/stop
         self._err = open(cmd.stderr, "ab")  # noqa: SIM115
         self.proc: subprocess.Popen[bytes] | None = None
@@ -360,13 +369,33 @@ class Running:
             return
         assert self.proc.stdout is not None and self.proc.stderr is not None
         self._threads = [
-            threading.Thread(target=_pump, args=(self.proc.stdout, self._out, "stdout", on_line), daemon=True),
-            threading.Thread(target=_pump, args=(self.proc.stderr, self._err, "stderr", on_line), daemon=True),
+            threading.Thread(target=_pump, args=(self.proc.stdout, self._out, "stdout", self._line), daemon=True),
+            threading.Thread(target=_pump, args=(self.proc.stderr, self._err, "stderr", self._line), daemon=True),
         ]
         # When the process ends, not when someone asks: a command waited for late keeps its own time.
         self._reaper = threading.Thread(target=self._reap, daemon=True)
         for t in (*self._threads, self._reaper):
             t.start()
+
+    def _line(self, stream: str, line: str) -> None:
+        cb = self._on_line
+        if cb is not None:
+            cb(stream, line)
+
+    def release(self, on_line: LineCallback | None = None) -> None:
+        """Its turn: create the go file it waits for; from now on its lines go to ``on_line`` and
+        its time and timeout count (idempotent; nothing for a command not held)."""
+        if self.held is None or self.early_s is not None:
+            return
+        now = time.monotonic()
+        self.early_s = now - self._t0
+        self._t0, self.started = now, time.time()
+        self._on_line = on_line
+        self.held.touch()
+
+    def follow(self, on_line: LineCallback | None) -> None:
+        """Send its lines from now on to ``on_line`` (a released command waited for later)."""
+        self._on_line = on_line
 
     def _reap(self) -> None:
         assert self.proc is not None
@@ -380,7 +409,8 @@ class Running:
     def _result(self, status: str, rc: int | None) -> CommandResult:
         if self.proc is not None:
             self._reaper.join(timeout=1)
-        wall = (self._end or time.monotonic()) - self._t0
+        # A held command that ended before its turn (it failed at start-up) took no time of it.
+        wall = max(0.0, (self._end or time.monotonic()) - self._t0)
         sig = (
             signal.Signals(-rc).name
             if rc is not None and rc < 0 and -rc in signal.Signals._value2member_map_
@@ -390,6 +420,7 @@ class Running:
             argv=self.cmd.argv, cwd=self.cmd.cwd, env=dict(self.cmd.env), status=status, returncode=rc,
             signal=sig, start=self.started, end=self.started + wall, wall_s=round(wall, 6),
             stdout=self.cmd.stdout, stderr=self.cmd.stderr, error=self.error,
+            early_s=None if self.early_s is None else round(self.early_s, 6),
         )  # fmt: skip
 
     def _close(self) -> None:
@@ -402,6 +433,7 @@ class Running:
     def wait(self, timeout_s: float | None = None) -> CommandResult:
         """Wait for the command (at most ``timeout_s`` from now, else the Command's own timeout
         from its start); Ctrl-C stops it (status ``interrupted``), as a timeout does (``timeout``)."""
+        self.release(self._on_line)  # a held command waited for is its turn
         proc = self.proc
         if proc is None:
             self._close()

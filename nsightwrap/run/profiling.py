@@ -25,12 +25,17 @@ from typing import Any, Protocol
 
 from nsightwrap import __version__
 from nsightwrap.core.contract import (
+    ENV_GO_FILE,
+    ENV_GO_OWNER,
     ENV_NCU_ITERS,
     ENV_NSYS_LOOP_MS,
+    ENV_PREIMPORT,
+    ENV_STARTUP_FILE,
     NSYS_LOOP_MS,
     PASS_NCU,
     PASS_NSYS,
     PASS_PLAIN,
+    PREIMPORTABLE,
 )
 from nsightwrap.core.errors import (
     EXIT_INTERRUPTED,
@@ -40,7 +45,7 @@ from nsightwrap.core.errors import (
     NsightwrapError,
     ToolNotFound,
 )
-from nsightwrap.run.clocksweep import run_clock_sweep
+from nsightwrap.run.clocksweep import run_clock_sweep, sweep_command
 from nsightwrap.run.launch import (
     Command,
     CommandResult,
@@ -161,6 +166,10 @@ class Settings:
     #: ``--budget SECONDS``: the whole profile's time; the clock sweep's passes are cut when the
     #: estimate says they do not fit (``Plan``).
     budget_s: float | None = None
+    #: ``--early-start``: start the base pass while the duration pass runs, held before the
+    #: script's first line (``Profiler.stage``), and let it go while its need is decided. Off by
+    #: default until measured on a GPU in its present form (docs/profile.md, "Early start").
+    early_start: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -170,7 +179,7 @@ class Settings:
             "clock_sweep": self.clock_sweep, "gpu_metrics": self.gpu_metrics, "capture": self.capture,
             "labels": dict(self.labels), "ncu_kernel_cap": self.ncu_kernel_cap, "budget_s": self.budget_s,
             "base_pass": self.base_pass, "duration_pass": self.duration_pass, "nsys_loop_ms": self.nsys_loop_ms,
-            "ncu_counters_cap": self.counters_cap, "ncu_sweep_cap": self.sweep_cap,
+            "ncu_counters_cap": self.counters_cap, "ncu_sweep_cap": self.sweep_cap, "early_start": self.early_start,
         }  # fmt: skip
 
     @property
@@ -276,6 +285,13 @@ class Profiler:
         #: The nsys export while it runs beside the next pass (``nsys(export_beside=True)``), with
         #: the nsys pass's environment and profile commands, until ``finish_nsys``.
         self.export: tuple[Running, dict[str, str], list[CommandResult]] | None = None
+        #: Passes started early (``stage``): name -> (the held command, its argv, its go file).
+        self.staged: dict[str, tuple[Running, tuple[str, ...], Path]] = {}
+        #: What a pass started early imports before it waits (``preimport``), once the plain pass has run.
+        self.preimports: tuple[str, ...] = ()
+        self._watcher: threading.Thread | None = None
+        self._cancel = threading.Event()
+        self._stage_lock = threading.Lock()
 
     # -- one command ------------------------------------------------------------------------
 
@@ -287,18 +303,129 @@ class Profiler:
             env.update(capture_layer_env(dict(self.s.labels)))
         return env
 
+    def _on_line(self) -> Callable[[str, str], None] | None:
+        return None if self.display.quiet and not self.display.verbose else self.display.on_line
+
     def _run(
         self, name: str, argv: list[str], env: dict[str, str], deadline: float | None, prefix: str = ""
     ) -> CommandResult:
-        out, err = self.layout.logs(name, prefix)
         timeout = None if deadline is None else max(0.1, deadline - time.monotonic())
-        cmd = Command(tuple(argv), self.cwd, str(out), str(err), env, timeout)
-        res = run_command(
-            cmd, on_line=None if self.display.quiet and not self.display.verbose else self.display.on_line
-        )
+        staged = None if prefix else self.staged.pop(name, None)
+        if staged is not None and staged[1] != tuple(argv):
+            self._drop(name, staged)
+            staged = None
+        if staged is not None:
+            running, _, go = staged
+            running.release(self._on_line())
+            running.follow(self._on_line())
+            res = running.wait(timeout)
+            go.unlink(missing_ok=True)
+            # The pass's own environment: the go file's variables were for the start only.
+            res = replace(res, env=dict(env))
+        else:
+            out, err = self.layout.logs(name, prefix)
+            cmd = Command(tuple(argv), self.cwd, str(out), str(err), env, timeout)
+            res = run_command(cmd, on_line=self._on_line())
         if res.status == "interrupted":
             self.interrupted = True
         return res
+
+    # -- passes started early ------------------------------------------------------------------
+
+    def stage(self, name: str, argv: list[str] | None, env: dict[str, str]) -> bool:
+        """Start pass ``name`` now, held before the script's first line until its turn (``_run``
+        releases it): its interpreter's start, ncu's and the ``import torch`` of the plain pass's
+        script (3-5 s on the H200) then overlap the pass that runs now. The target process makes
+        no CUDA call while held, so the pass now running has the GPU to itself. Only for a Python
+        target with the capture layer (which does the holding); False where nothing was started."""
+        s = self.s
+        if (
+            argv is None or name in self.staged or self.interrupted or not (s.early_start and s.capture)
+            or not (s.target[0] == "-m" or s.target[0].endswith(".py"))
+        ):  # fmt: skip
+            return False
+        L = self.layout
+        L.pass_dir(name).mkdir(exist_ok=True)
+        go = L.root / f".{name}.go"
+        go.unlink(missing_ok=True)
+        out, err = L.logs(name)
+        held = {**env, ENV_GO_FILE: str(go), ENV_PREIMPORT: ",".join(self.preimports), ENV_GO_OWNER: str(os.getpid())}
+        self.staged[name] = (Running(Command(tuple(argv), self.cwd, str(out), str(err), held), held=go), tuple(argv), go)
+        return True
+
+    def stage_after_export(self, start: Callable[[], object]) -> None:
+        """Call ``start`` (which stages a pass) at once if no nsys export runs beside the pass
+        now running, else from a watcher thread once the export has ended; ``join_staging``
+        waits for the watcher (or calls it off)."""
+        running = self.export[0] if self.export is not None else None
+        if running is None:
+            start()
+            return
+        self._cancel.clear()
+
+        def watch() -> None:
+            while not running.done():
+                if self._cancel.wait(0.05):
+                    return
+            with self._stage_lock:
+                if not self._cancel.is_set():
+                    start()
+
+        self._watcher = threading.Thread(target=watch, name="nsightwrap-early-start", daemon=True)
+        self._watcher.start()
+
+    def join_staging(self, cancel: bool = True) -> None:
+        """Stop waiting to start a pass early (a pass that had started stays staged)."""
+        w = self._watcher
+        if w is None:
+            return
+        with self._stage_lock:
+            if cancel:
+                self._cancel.set()
+        w.join()
+        self._watcher = None
+
+    def release(self, name: str) -> None:
+        """Let a pass started early go now (before its result is waited for: ``_run``)."""
+        staged = self.staged.get(name)
+        if staged is not None:
+            staged[0].release(self._on_line())
+
+    def drop(self, name: str) -> None:
+        """Stop a pass started early that will not run after all, and remove what it left."""
+        staged = self.staged.pop(name, None)
+        if staged is not None:
+            self._drop(name, staged)
+
+    def drop_all(self) -> None:
+        for name in list(self.staged):
+            self.drop(name)
+
+    def _drop(self, name: str, staged: tuple[Running, tuple[str, ...], Path]) -> None:
+        running, _, go = staged
+        running.stop()
+        go.unlink(missing_ok=True)
+        # Its logs hold ncu's start-up lines at most: nothing of a pass that did not run.
+        for log in self.layout.logs(name):
+            log.unlink(missing_ok=True)
+        d = self.layout.pass_dir(name)
+        if d.is_dir() and not any(d.iterdir()):
+            d.rmdir()
+
+    def read_preimports(self) -> tuple[str, ...]:
+        """What the plain pass's script imported of ``PREIMPORTABLE``, or nothing where it set
+        environment variables before its ``import torch`` (torch reads some at import) or the
+        plain pass left no word (``ENV_STARTUP_FILE``)."""
+        import json
+
+        try:
+            doc = json.loads(self.layout.startup_file.read_text())
+            imports, env = list(doc["imports"]), list(doc["env_before_torch"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return ()
+        if env:
+            return ()
+        return tuple(m for m in PREIMPORTABLE if m in imports)
 
     def _command_problem(self, name: str, who: str, res: CommandResult) -> Problem | None:
         logs = (Path(res.stderr), Path(res.stdout))
@@ -349,9 +476,11 @@ class Profiler:
     def plain(self, deadline: float | None) -> PassRecord:
         env = pass_env(self.layout.root, PASS_PLAIN, self._target_env())
         smi = self.tools.get("nvidia-smi")
+        startup = {ENV_STARTUP_FILE: str(self.layout.startup_file)} if self.s.capture and self.s.early_start else {}
         with SmiSampler(smi.path if smi else None, self.layout.smi_samples) as sampler:
-            res = self._run(PASS_PLAIN, list(self.s.argv), env, deadline)
+            res = self._run(PASS_PLAIN, list(self.s.argv), {**env, **startup}, deadline)
         self.sampler = sampler.record
+        self.preimports = self.read_preimports()
         if sampler.record.status in ("failed", "skipped") and sampler.record.message:
             self.display.warn(f"clock sampler: {sampler.record.message}")
         p = self._command_problem(PASS_PLAIN, "the target", res)
@@ -704,6 +833,7 @@ def _clock_sweep(
     failure is a warning, recorded in the manifest, and the analysis falls back."""
     ncu = prof.records.get(PASS_NCU)
     for name in names:
+        prof.join_staging()
         if name != DURATION_PASS or s.duration_pass != "always":
             # The checks and the base pass's estimate read the nsys export: it must have ended.
             finish_nsys(prof, display, plan)
@@ -712,25 +842,40 @@ def _clock_sweep(
             continue
         if ncu is None or ncu.status != "ok" or prof.interrupted:
             why = "interrupted" if prof.interrupted else "the ncu pass did not succeed"
+            prof.drop(name)
             prof.records[name] = PassRecord(name, "skipped", message=why)
             continue
-        decision = needed(name) if needed is not None else None
+        # A pass started early whose need is still to be decided goes now, while the decision is
+        # made (seconds of analysis): stopped if it is not needed, else it has run that long.
+        ahead = name in prof.staged and needed is not None
+        cut = plan.fits(name) if plan is not None and ahead else None
+        if ahead and cut is None:
+            prof.release(name)
+        decision = needed(name) if needed is not None and cut is None else None
         if decision is not None:
             runs, why = decision
             if plan is not None:
                 plan.decided.append({"pass": name, "runs": runs, "why": why})
             if not runs:
+                prof.drop(name)
                 prof.records[name] = PassRecord(name, "skipped", message=f"not needed: {why}")
                 display.warn(f"{name} pass skipped, not needed: {why}")
                 if plan is not None:
                     plan.cut.append({"pass": name, "why": f"not needed: {why}"})
                 continue
             display.warn(f"{name} pass needed: {why}")
-        cut = plan.fits(name) if plan is not None else None
+        if not ahead:
+            cut = plan.fits(name) if plan is not None else None
         if cut is not None:
+            prof.drop(name)
             prof.records[name] = PassRecord(name, "skipped", message=cut)
             display.warn(f"{name} pass cut: {cut}")
             continue
+        if name == DURATION_PASS and CLOCK_SWEEP_PASS in names:
+            # The base pass starts during this one, once no nsys process is left: an ncu target
+            # held while nsys runs is stalled until ~12 s after nsys exits (H200, 2026-12-04,
+            # studies/startup_study.py), which costs more than the early start saves.
+            prof.stage_after_export(lambda: stage_sweep(prof, s, CLOCK_SWEEP_PASS))
         deadline = None if s.timeout_s is None else time.monotonic() + s.timeout_s
         clock = "base" if name == CLOCK_SWEEP_PASS else "none"
         with display.pass_running(name, f"ncu --clock-control {clock} (duration, SM clock) " + shlex.join(s.argv)):
@@ -745,6 +890,18 @@ def _clock_sweep(
         if warning:
             display.warn(warning)
     finish_nsys(prof, display, plan)
+
+
+def stage_sweep(prof: Profiler, s: Settings, name: str) -> bool:
+    """Start sweep pass ``name`` early (``Profiler.stage``), with the command ``run_clock_sweep``
+    will run; False where it is not started (the ncu pass failed, no Python target, ...)."""
+    ncu = prof.records.get(PASS_NCU)
+    if not s.clock_sweep or ncu is None or ncu.status != "ok" or not ncu.commands:
+        return False
+    argv, env = sweep_command(
+        prof.layout, list(ncu.commands[0].argv), s.ncu_iters, prof._target_env(), name, cap=s.sweep_cap
+    )
+    return prof.stage(name, argv, env)
 
 
 def finish_nsys(prof: Profiler, display: Display, plan: Plan | None = None, stop: bool = False) -> None:
@@ -972,6 +1129,8 @@ def run_passes(
     except KeyboardInterrupt:
         prof.interrupted = True
     finally:
+        prof.join_staging()
+        prof.drop_all()
         finish_nsys(prof, display, plan, stop=True)
         for name in s.passes:
             prof.records.setdefault(name, PassRecord(name, "skipped", message="interrupted"))

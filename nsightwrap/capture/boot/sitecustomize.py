@@ -60,6 +60,46 @@ def _install():
             pass
 
 
+def _wait_for_go():
+    """An ncu pass started early (``NSIGHTWRAP_GO_FILE``): import the modules the script will
+    import (``NSIGHTWRAP_PREIMPORT``), then wait for the go file before the script's first line,
+    so that nothing of the script runs, and no CUDA call is made, while the pass before it holds
+    the GPU. Only this process waits: the variables leave the environment here."""
+    go = os.environ.pop("NSIGHTWRAP_GO_FILE", None)
+    names = os.environ.pop("NSIGHTWRAP_PREIMPORT", "")
+    if not go:
+        os.environ.pop("NSIGHTWRAP_GO_OWNER", None)
+        return
+    import time
+
+    for name in [n for n in names.split(",") if n]:
+        try:
+            __import__(name)
+        except Exception:  # the script's own import will say what is wrong, as without nsightwrap
+            pass
+    # nsightwrap stops a pass it does not need; if nsightwrap itself is killed outright, the
+    # waiting process leaves too rather than wait forever.
+    owner = os.environ.pop("NSIGHTWRAP_GO_OWNER", "")
+    n = 0
+    while not os.path.exists(go):
+        time.sleep(0.005)
+        n += 1
+        if owner.isdigit() and n % 100 == 0 and not _alive(int(owner)):
+            sys.stderr.write("nsightwrap: the profile that started this pass early has ended; exiting\n")
+            os._exit(1)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 _off_path()
 _chain()
 _install()
+_wait_for_go()

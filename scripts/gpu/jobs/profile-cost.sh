@@ -24,14 +24,15 @@ cost() {  # name, seconds, extra profile args, script
 # The sweep: at the defaults, against every kernel instance profiled and the base pass always (the
 # baseline: the answers before the cap and the conditional pass) and the tools by
 # hand; the graph/streams script at the defaults only (its uncapped ncu pass alone takes minutes).
-# The baseline: every pass in full (no cap, both sweep passes, the nsys loops as the script asks).
-FULL="--ncu-kernel-cap 0 --base-pass always --duration-pass always --nsys-loop-ms 0"
+# The baseline: every pass in full (no cap, both sweep passes, the nsys loops as the script asks,
+# each pass started after the one before).
+FULL="--ncu-kernel-cap 0 --base-pass always --duration-pass always --nsys-loop-ms 0 --no-early-start"
 hand=--no-by-hand  # BY_HAND=1: the tools by hand too
 [ -n "${BY_HAND:-}" ] && hand=""
 # NO_GEMM=1 / NO_MIXED=1: one script only (each fits one device call of 600 s).
 [ -z "${NO_GEMM:-}" ] && cost gemm "${GEMM_LIMIT:-330}" "" $hand --baseline-args="$FULL" examples/gemm_sweep_plain.py
 # The mixed script's baseline keeps the cap: uncapped, its ncu pass alone took 251 s (issue 29).
-[ -z "${NO_MIXED:-}" ] && cost mixed "${MIXED_LIMIT:-200}" "" --baseline-args="--base-pass always --duration-pass always --nsys-loop-ms 0" examples/mixed_graph_streams.py
+[ -z "${NO_MIXED:-}" ] && cost mixed "${MIXED_LIMIT:-200}" "" --baseline-args="--base-pass always --duration-pass always --nsys-loop-ms 0 --no-early-start" examples/mixed_graph_streams.py
 if [ -z "${NO_GPU_TEST:-}" ]; then
   t0=$(date +%s)
   timeout -k 5 ${TEST_LIMIT:-200} python3 -m pytest -q -m gpu tests/test_profile_cost_gpu.py -x -p no:cacheprovider > "$JOB_OUT/gpu_test.log" 2>&1
