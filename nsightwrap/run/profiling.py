@@ -287,7 +287,7 @@ class Profiler:
         self.export: tuple[Running, dict[str, str], list[CommandResult]] | None = None
         #: Passes started early (``stage``): name -> (the held command, its argv, its go file).
         self.staged: dict[str, tuple[Running, tuple[str, ...], Path]] = {}
-        #: What a pass started early imports before it waits (``preimport``), once the plain pass has run.
+        #: What a pass started early imports before it waits (``read_preimports``), once the plain pass has run.
         self.preimports: tuple[str, ...] = ()
         self._watcher: threading.Thread | None = None
         self._cancel = threading.Event()
@@ -374,14 +374,13 @@ class Profiler:
         self._watcher = threading.Thread(target=watch, name="nsightwrap-early-start", daemon=True)
         self._watcher.start()
 
-    def join_staging(self, cancel: bool = True) -> None:
+    def join_staging(self) -> None:
         """Stop waiting to start a pass early (a pass that had started stays staged)."""
         w = self._watcher
         if w is None:
             return
         with self._stage_lock:
-            if cancel:
-                self._cancel.set()
+            self._cancel.set()
         w.join()
         self._watcher = None
 
