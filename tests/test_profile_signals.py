@@ -25,7 +25,7 @@ def _wait_for_pid(path: Path, pass_name: str, timeout: float = 20) -> int:
     while time.monotonic() < end:
         if path.exists():
             for line in path.read_text().splitlines():
-                name, pid = line.split()
+                name, pid = line.split()[:2]
                 if name == pass_name:
                     return int(pid)
         time.sleep(0.05)
