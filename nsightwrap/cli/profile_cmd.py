@@ -283,10 +283,8 @@ def _analyze(root: Path, out: Console, err: Console, *, show: bool, readers: tup
         from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
         # The native ncu reader in a child process: its crash costs the ncu numbers, not the run.
-        kw: dict[str, Any] = {"read_ncu": read_ncu_rep_isolated}
-        if readers is not None:
-            kw = {"read_ncu": readers[0], "read_nsys": readers[1]}
-        result = analyze(root, **kw)
+        read_ncu, read_nsys = readers or (read_ncu_rep_isolated, None)
+        result = analyze(root, read_ncu=read_ncu, read_nsys=read_nsys)
         if show:
             print_report(result, out)
     except NsightwrapError as exc:

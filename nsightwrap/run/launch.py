@@ -384,18 +384,16 @@ class Running:
 
     def release(self, on_line: LineCallback | None = None) -> None:
         """Its turn: create the go file it waits for; from now on its lines go to ``on_line`` and
-        its time and timeout count (idempotent; nothing for a command not held)."""
-        if self.held is None or self.early_s is not None:
+        its time and timeout count (again: only ``on_line`` changes; nothing for a command not held)."""
+        if self.held is None:
+            return
+        self._on_line = on_line
+        if self.early_s is not None:
             return
         now = time.monotonic()
         self.early_s = now - self._t0
         self._t0, self.started = now, time.time()
-        self._on_line = on_line
         self.held.touch()
-
-    def follow(self, on_line: LineCallback | None) -> None:
-        """Send its lines from now on to ``on_line`` (a released command waited for later)."""
-        self._on_line = on_line
 
     def _reap(self) -> None:
         assert self.proc is not None

@@ -317,7 +317,6 @@ class Profiler:
         if staged is not None:
             running, _, go = staged
             running.release(self._on_line())
-            running.follow(self._on_line())
             res = running.wait(timeout)
             go.unlink(missing_ok=True)
             # The pass's own environment: the go file's variables were for the start only.
