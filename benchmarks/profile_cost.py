@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _timed(argv: list[str], env: dict[str, str] | None, log: Path, timeout: float | None) -> dict[str, Any]:
-    t0 = time.perf_counter()
+    t0, epoch0 = time.perf_counter(), time.time()
     with open(log, "wb") as fh:
         try:
             rc: int | None = subprocess.run(
@@ -53,7 +53,8 @@ def _timed(argv: list[str], env: dict[str, str] | None, log: Path, timeout: floa
     wall = time.perf_counter() - t0
     text = log.read_text(errors="replace")
     kernels = sum(1 for ln in text.splitlines() if ln.startswith("==PROF== Profiling"))
-    return {"argv": argv, "rc": rc, "wall_s": round(wall, 3), "kernels": kernels, "log": str(log)}
+    return {"argv": argv, "rc": rc, "wall_s": round(wall, 3), "kernels": kernels, "log": str(log),
+            "start_epoch": epoch0}  # fmt: skip
 
 
 def _clean_env() -> dict[str, str]:
@@ -119,6 +120,26 @@ def _busy(manifest: dict[str, Any]) -> tuple[float, float]:
     return union, sum(b - a for a, b in spans) - union
 
 
+def outside_split(manifest: dict[str, Any], start: float, wall: float) -> dict[str, float] | None:
+    """Where the time outside the passes went, in seconds: ``before`` the first pass command
+    (nsightwrap's start, the tools' probes, doctor's quick checks), ``between`` pass commands (the
+    clock sweep's checks) and ``after`` the last (the analysis and the report); ``start``: the
+    profile process's start (epoch s), ``wall``: its wall time. None without pass times."""
+    spans = sorted(
+        (float(c["start"]), float(c["end"])) for p in manifest.get("passes", []) for c in p.get("commands", [])
+        if isinstance(c.get("start"), (int, float)) and isinstance(c.get("end"), (int, float))
+    )  # fmt: skip
+    if not spans:
+        return None
+    first, last = spans[0][0], max(b for _, b in spans)
+    busy, _ = _busy(manifest)
+    return {
+        "before_s": round(first - start, 3),
+        "between_s": round((last - first) - busy, 3),
+        "after_s": round(start + wall - last, 3),
+    }
+
+
 def _profile(name: str, target: list[str], work: Path, args: list[str], timeout: float | None) -> tuple[dict[str, Any], dict[str, Any]]:
     run_dir = work / name
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -141,6 +162,7 @@ def _profile(name: str, target: list[str], work: Path, args: list[str], timeout:
     # The nsys export runs beside the duration pass: the passes' sum counts that time twice.
     row["overlapped_s"] = round(overlap, 3)
     row["outside_passes_s"] = round(row["wall_s"] - busy, 3)
+    row["outside_split_s"] = outside_split(manifest, row["start_epoch"], row["wall_s"])
     row["plan"] = manifest.get("plan")
     row["run_dir"] = str(run_dir)
     return row, manifest
@@ -216,6 +238,10 @@ def table(res: dict[str, Any]) -> str:
             lines.append(f"  {'of which two passes at once (nsys export)':<42} {r['overlapped_s']:>9.2f}")
         if "outside_passes_s" in r:
             lines.append(f"  {'outside the passes (probes, analysis)':<42} {r['outside_passes_s']:>9.2f}")
+            for part, label in (("before_s", "before the first pass"), ("between_s", "between passes (the sweep's checks)"),
+                                ("after_s", "after the last pass (analysis, report)")):  # fmt: skip
+                if (r.get("outside_split_s") or {}).get(part) is not None:
+                    lines.append(f"    {label:<40} {r['outside_split_s'][part]:>9.2f}")
     v = res.get("verdicts") or {}
     if v:
         n = len(v.get("defaults") or {})

@@ -147,6 +147,11 @@ def test_profile_cost_benchmark_on_the_fakes(tmp_path: Path, monkeypatch, capsys
     m = {"passes": [{"commands": [{"start": 0.0, "end": 4.0}, {"start": 4.0, "end": 7.0}]},
                     {"commands": [{"start": 5.0, "end": 9.0}]}, {"commands": [{"start": 10.0, "end": 11.0}]}]}
     assert profile_cost._busy(m) == (10.0, 2.0)
+    # Split: 1 s before the first command, the 1 s gap at 9-10 s between, 2 s after the last.
+    assert profile_cost.outside_split(m, -1.0, 14.0) == {"before_s": 1.0, "between_s": 1.0, "after_s": 2.0}
+    assert profile_cost.outside_split({"passes": []}, 0.0, 1.0) is None
+    split = row["outside_split_s"]
+    assert abs(split["before_s"] + split["between_s"] + split["after_s"] - row["outside_passes_s"]) < 0.01
 
 
 def test_profile_cost_compares_the_verdicts_with_a_baseline(tmp_path: Path, monkeypatch, capsys) -> None:

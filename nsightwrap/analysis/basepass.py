@@ -20,7 +20,9 @@ The shipped runs measured what each pass buys (docs/profile.md, "What the clock 
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import Any
 
@@ -81,19 +83,69 @@ def moved(base: RunResult, other: RunResult) -> str | None:
     return f"{extra[0]} appears" if extra else None
 
 
-def read_once(read: Callable[[Path], Any]) -> Callable[[Path], Any]:
-    """``read`` that reads each file once (keyed by path, size and mtime) and hands out copies:
-    the checks analyse the same reports several times over."""
-    memo: dict[tuple[str, int, int], Any] = {}
+class ReadOnce:
+    """``read`` that reads each file once (keyed by path, mtime and size) and hands out copies:
+    the checks and the final analysis read the same reports several times over. ``prefetch``
+    starts a read in the background, for a report that is final while the passes go on (the
+    ncu pass's report during the nsys pass, the nsys export during the duration pass); a later
+    call waits for it and gets its result, or its exception, as if it had read then."""
 
-    def once(path: Path) -> Any:
+    def __init__(self, read: Callable[[Path], Any]) -> None:
+        self._read = read
+        self._memo: dict[tuple[str, int, int], Future[Any]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(path: Path) -> tuple[str, int, int]:
         st = Path(path).stat()
-        key = (str(path), st.st_mtime_ns, st.st_size)
-        if key not in memo:
-            memo[key] = read(path)
-        return copy.deepcopy(memo[key])
+        return (str(path), st.st_mtime_ns, st.st_size)
 
-    return once
+    def _future(self, path: Path, background: bool) -> Future[Any]:
+        key = self._key(path)
+        with self._lock:
+            fut = self._memo.get(key)
+            if fut is not None:
+                return fut
+            fut = self._memo[key] = Future()
+        if background:
+            # A daemon thread: a read still going when the profile ends does not hold the exit.
+            threading.Thread(target=self._fill, args=(key, fut, path), name="nsightwrap-prefetch", daemon=True).start()
+        else:
+            self._fill(key, fut, path)
+        return fut
+
+    def _fill(self, key: tuple[str, int, int], fut: Future[Any], path: Path) -> None:
+        try:
+            fut.set_result(self._read(path))
+        except Exception as exc:  # noqa: BLE001 - a report's error is the same for every reader: kept
+            fut.set_exception(exc)
+        except BaseException as exc:  # Ctrl-C: not the report's answer, so not kept
+            with self._lock:
+                self._memo.pop(key, None)
+            fut.set_exception(exc)
+            raise
+
+    def prefetch(self, path: Path) -> None:
+        """Start reading ``path`` in the background (nothing where it is missing or read)."""
+        try:
+            self._future(Path(path), background=True)
+        except OSError:
+            pass  # not there (the pass wrote nothing): the analysis says so when it looks
+
+    def settle(self, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for the reads going on in the background (a profile that ends
+        without its analysis lets its reader children finish rather than orphan them)."""
+        with self._lock:
+            pending = [f for f in self._memo.values() if not f.done()]
+        wait(pending, timeout=timeout_s)
+
+    def __call__(self, path: Path) -> Any:
+        return copy.deepcopy(self._future(Path(path), background=False).result())
+
+
+def read_once(read: Callable[[Path], Any]) -> ReadOnce:
+    """``read`` that reads each file once and can read ahead (``ReadOnce``)."""
+    return ReadOnce(read)
 
 
 def _first_move(result: RunResult, what_ifs: Sequence[tuple[str, WhatIf]], analyse: Callable[..., RunResult]) -> str | None:

@@ -8,7 +8,7 @@ import os
 import shlex
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -78,6 +78,17 @@ def _readers() -> tuple[Any, Any]:
     from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
     return read_once(read_ncu_rep_isolated), read_once(read_nsys)
+
+
+def _prefetch(readers: tuple[Any, Any]) -> Callable[[Path], None]:
+    """Read a finished report ahead, while the next pass runs: the ncu passes' ``.ncu-rep`` with
+    the ncu reader, the nsys export with the nsys one (``ReadOnce.prefetch``)."""
+    read_ncu, read_nsys = readers
+
+    def prefetch(path: Path) -> None:
+        (read_nsys if ".sqlite" in path.suffixes else read_ncu).prefetch(path)
+
+    return prefetch
 
 
 def _sweep_check(readers: tuple[Any, Any]) -> Any:
@@ -580,7 +591,13 @@ def profile_command(
     if not no_checks:
         preflight(display.warn)  # nsightwrap doctor's quick checks: only what is not ok is shown
     readers = _readers()
-    code, status, problems, interrupted = run_passes(s, layout, tools, skipped, display, sweep_check=_sweep_check(readers))
+    code, status, problems, interrupted = run_passes(
+        s, layout, tools, skipped, display, sweep_check=_sweep_check(readers),
+        prefetch=None if no_analyze else _prefetch(readers),
+    )  # fmt: skip
+    if code == EXIT_INTERRUPTED:
+        for r in readers:
+            r.settle(10.0)
     place_device_file(layout.root, device_file, err, quiet=quiet)
     for p in problems:
         _print_problem(err, p)

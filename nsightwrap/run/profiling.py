@@ -292,6 +292,28 @@ class Profiler:
         self._watcher: threading.Thread | None = None
         self._cancel = threading.Event()
         self._stage_lock = threading.Lock()
+        #: Starts reading a finished report in the background for the analysis to come (the
+        #: run's ``prefetch``; None: nothing is read ahead).
+        self.prefetch: Callable[[Path], None] | None = None
+
+    def read_ahead(self, path: Path) -> None:
+        """Hand a report that is final to ``prefetch``: the checks and the analysis find it read."""
+        if self.prefetch is not None and not self.interrupted and path.is_file():
+            self.prefetch(path)
+
+    def _read_export_ahead(self, running: Running) -> None:
+        """Once the nsys export beside the next pass ends well, read its SQLite ahead (a thread:
+        the export ends while that pass runs)."""
+        if self.prefetch is None:
+            return
+
+        def watch() -> None:
+            while not running.done():
+                time.sleep(0.05)
+            if running.proc is not None and running.proc.returncode == 0:
+                self.read_ahead(self.layout.nsys_sqlite)
+
+        threading.Thread(target=watch, name="nsightwrap-export-watch", daemon=True).start()
 
     # -- one command ------------------------------------------------------------------------
 
@@ -572,6 +594,7 @@ class Profiler:
                 out, err = L.logs(PASS_NSYS, "export.")
                 timeout = None if deadline is None else max(0.1, deadline - time.monotonic())
                 self.export = (Running(Command(tuple(export), self.cwd, str(out), str(err), {}, timeout)), env, cmds)
+                self._read_export_ahead(self.export[0])
                 return self._record(PASS_NSYS, "running", env, cmds)
             cmds.append(self._run(PASS_NSYS, export, {}, deadline, "export."))
             problem = self._export_problem(cmds[-1])
@@ -882,6 +905,8 @@ def _clock_sweep(
                 cap=s.sweep_cap,
             )
         prof.records[name] = rec
+        if rec.status == "ok":
+            prof.read_ahead(prof.layout.sweep_report(name))
         display.done(rec)
         if plan is not None:
             plan.after(name, rec)
@@ -1069,13 +1094,15 @@ def _pass_order(passes: tuple[str, ...], records: dict[str, PassRecord]) -> list
 
 def run_passes(
     s: Settings, layout: RunLayout, tools: dict[str, Tool], skipped: tuple[str, ...], display: Display,
-    sweep_check: SweepCheck | None = None,
+    sweep_check: SweepCheck | None = None, prefetch: Callable[[Path], None] | None = None,
 ) -> tuple[int, str, list[Problem], bool]:  # fmt: skip
     """Run the passes and write the manifest (last, whatever happens): the exit code, the run's
     status, the problems to report and whether the run was interrupted. ``sweep_check`` decides,
-    after the other passes, whether each clock-sweep pass is needed (without it, both run)."""
+    after the other passes, whether each clock-sweep pass is needed (without it, both run);
+    ``prefetch`` is handed each report once it is final (``Profiler.read_ahead``)."""
     start = time.time()
     prof = Profiler(s, layout, tools, display)
+    prof.prefetch = prefetch
     plan: Plan | None = None
     gpu: dict[str, Any] | None = None
     git = None
@@ -1110,6 +1137,9 @@ def run_passes(
                         rec = prof.nsys(deadline, export_beside=_export_beside(s, prof, skipped))
                     else:
                         rec = runners[name](deadline)
+                if rec.status == "ok" and name in (PASS_NCU, PASS_NSYS):
+                    # Final now, read during the next pass (an export still running: once it ends).
+                    prof.read_ahead(layout.ncu_report if name == PASS_NCU else layout.nsys_sqlite)
                 display.done(rec)
                 plan.after(name, rec)
                 if name == PASS_PLAIN and rec.status == "ok" and callable(show_plan):

@@ -4,7 +4,8 @@ misbehaviour switch.
 ``FAKE_TOOLS_MODE`` holds comma-separated words that select a misbehaviour, e.g.
 ``ncu-perm`` (ERR_NVGPUCTRPERM), ``ncu-zero`` (no kernel matches), ``nsys-qdstrm`` (importer
 failure, only a .qdstrm left), ``importer-libdw`` (QdstrmImporter lacks libdw.so.1),
-``nsys-no-event-flag`` (an nsys without --cuda-event-trace), ``smi-fail``.
+``nsys-no-event-flag`` (an nsys without --cuda-event-trace), ``nsys-export-fail`` (the export
+fails, half written), ``smi-fail``.
 Each fake appends its argv to ``$FAKE_TOOLS_LOG`` (one JSON list per line) when that is set.
 """
 
