@@ -30,9 +30,12 @@ FULL="--ncu-kernel-cap 0 --base-pass always --duration-pass always --nsys-loop-m
 hand=--no-by-hand  # BY_HAND=1: the tools by hand too
 [ -n "${BY_HAND:-}" ] && hand=""
 # NO_GEMM=1 / NO_MIXED=1: one script only (each fits one device call of 600 s).
-[ -z "${NO_GEMM:-}" ] && cost gemm "${GEMM_LIMIT:-330}" "" $hand --baseline-args="$FULL" examples/gemm_sweep_plain.py
+# PROFILE_ARGS: options of the measured run (default none: the defaults); GEMM_BASELINE /
+# MIXED_BASELINE: the baseline's, e.g. PROFILE_ARGS=--early-start GEMM_BASELINE=--no-early-start
+# sets an option against the defaults in one run.
+[ -z "${NO_GEMM:-}" ] && cost gemm "${GEMM_LIMIT:-330}" "${PROFILE_ARGS:-}" $hand --baseline-args="${GEMM_BASELINE:-$FULL}" examples/gemm_sweep_plain.py
 # The mixed script's baseline keeps the cap: uncapped, its ncu pass alone took 251 s (issue 29).
-[ -z "${NO_MIXED:-}" ] && cost mixed "${MIXED_LIMIT:-200}" "" --baseline-args="--base-pass always --duration-pass always --nsys-loop-ms 0 --no-early-start" examples/mixed_graph_streams.py
+[ -z "${NO_MIXED:-}" ] && cost mixed "${MIXED_LIMIT:-200}" "${PROFILE_ARGS:-}" --baseline-args="${MIXED_BASELINE:---base-pass always --duration-pass always --nsys-loop-ms 0 --no-early-start}" examples/mixed_graph_streams.py
 if [ -z "${NO_GPU_TEST:-}" ]; then
   t0=$(date +%s)
   timeout -k 5 ${TEST_LIMIT:-200} python3 -m pytest -q -m gpu tests/test_profile_cost_gpu.py -x -p no:cacheprovider > "$JOB_OUT/gpu_test.log" 2>&1
