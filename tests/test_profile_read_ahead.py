@@ -95,14 +95,21 @@ def _settings() -> Settings:
     )  # fmt: skip
 
 
+def _passes(run: Path, prefetch: Any) -> int:
+    """Every pass of the fake profile into ``run`` (each sweep pass needed), reports handed to
+    ``prefetch``; the exit code."""
+    s = _settings()
+    display = _Display(Console(stderr=True), quiet=True, verbose=False)
+    tools, skipped = find_tools(s, None, None, display)
+    layout = create_run_dir(run, s.passes)
+    return run_passes(s, layout, tools, skipped, display, sweep_check=lambda name, root, m: (True, "asked"),
+                      prefetch=prefetch)[0]  # fmt: skip
+
+
 def test_each_report_is_handed_to_prefetch_once_its_pass_has_ended(tmp_path: Path, monkeypatch) -> None:
     use_fakes(monkeypatch, tmp_path)
     # The export ends while the duration pass runs: its SQLite is read ahead when it ends.
     monkeypatch.setenv("FAKE_NSYS_EXPORT_DELAY", "1.0")
-    s = _settings()
-    display = _Display(Console(stderr=True), quiet=True, verbose=False)
-    tools, skipped = find_tools(s, None, None, display)
-    layout = create_run_dir(tmp_path / "run", s.passes)
     handed: dict[str, float] = {}
     lock = threading.Lock()
 
@@ -112,9 +119,7 @@ def test_each_report_is_handed_to_prefetch_once_its_pass_has_ended(tmp_path: Pat
             assert path.is_file()
             handed[path.parent.name + "/" + path.name] = time.time()
 
-    code, status, _, _ = run_passes(s, layout, tools, skipped, display,
-                                    sweep_check=lambda name, root, m: (True, "asked"), prefetch=prefetch)  # fmt: skip
-    assert (code, status) == (0, "complete")
+    assert _passes(tmp_path / "run", prefetch) == 0
     p = passes(manifest(tmp_path / "run"))
     ends = {n: p[n]["commands"][0]["end"] for n in ("ncu", "ncu-duration", "ncu-base")}
     export = p["nsys"]["commands"][-1]
@@ -132,13 +137,8 @@ def test_each_report_is_handed_to_prefetch_once_its_pass_has_ended(tmp_path: Pat
 def test_nothing_is_read_ahead_of_a_failed_export(tmp_path: Path, monkeypatch) -> None:
     use_fakes(monkeypatch, tmp_path)
     monkeypatch.setenv("FAKE_TOOLS_MODE", "nsys-export-fail")
-    s = _settings()
-    display = _Display(Console(stderr=True), quiet=True, verbose=False)
-    tools, skipped = find_tools(s, None, None, display)
-    layout = create_run_dir(tmp_path / "run", s.passes)
     handed: list[str] = []
-    code, _, _, _ = run_passes(s, layout, tools, skipped, display, prefetch=lambda path: handed.append(path.name))
-    assert code != 0
+    assert _passes(tmp_path / "run", lambda path: handed.append(path.name)) != 0
     assert "report.sqlite" not in handed and "report.ncu-rep" in handed
 
 
