@@ -95,10 +95,10 @@ def _settings() -> Settings:
     )  # fmt: skip
 
 
-def _passes(run: Path, prefetch: Any) -> int:
-    """Every pass of the fake profile into ``run`` (each sweep pass needed), reports handed to
-    ``prefetch``; the exit code."""
-    s = _settings()
+def _passes(run: Path, prefetch: Any, s: Settings | None = None) -> int:
+    """The passes of ``s`` (default: every one) on the fakes into ``run`` (each sweep pass
+    needed), reports handed to ``prefetch``; the exit code."""
+    s = s or _settings()
     display = _Display(Console(stderr=True), quiet=True, verbose=False)
     tools, skipped = find_tools(s, None, None, display)
     layout = create_run_dir(run, s.passes)
@@ -126,9 +126,10 @@ def test_each_report_is_handed_to_prefetch_once_its_pass_has_ended(tmp_path: Pat
     assert export["argv"][1] == "export"
     assert set(handed) == {"ncu/report.ncu-rep", "ncu-duration/report.ncu-rep", "ncu-base/report.ncu-rep",
                            "nsys/report.sqlite"}  # fmt: skip
-    # The ncu pass's report goes as the nsys pass starts (read while it runs), the export's as the
-    # export ends (beside the duration pass), each sweep report as its pass ends.
-    assert ends["ncu"] <= handed["ncu/report.ncu-rep"] < p["nsys"]["commands"][0]["end"]
+    # The ncu pass's report goes once the nsys trace has ended (no reader beside the traced
+    # loops), the export's as the export ends (beside the duration pass), each sweep report as its
+    # pass ends.
+    assert ends["ncu"] < p["nsys"]["commands"][0]["end"] <= handed["ncu/report.ncu-rep"] < ends["ncu-duration"]
     assert export["end"] <= handed["nsys/report.sqlite"] < export["end"] + 1.0
     assert ends["ncu-duration"] <= handed["ncu-duration/report.ncu-rep"] < p["ncu-base"]["commands"][0]["start"]
     assert ends["ncu-base"] <= handed["ncu-base/report.ncu-rep"]
@@ -140,6 +141,18 @@ def test_nothing_is_read_ahead_of_a_failed_export(tmp_path: Path, monkeypatch) -
     handed: list[str] = []
     assert _passes(tmp_path / "run", lambda path: handed.append(path.name)) != 0
     assert "report.sqlite" not in handed and "report.ncu-rep" in handed
+
+
+def test_without_an_nsys_pass_the_ncu_report_goes_when_its_pass_ends(tmp_path: Path, monkeypatch) -> None:
+    from dataclasses import replace
+
+    use_fakes(monkeypatch, tmp_path)
+    handed: dict[str, float] = {}
+    s = replace(_settings(), passes=("plain", "ncu"))
+    assert _passes(tmp_path / "run", lambda path: handed.setdefault(path.parent.name, time.time()), s) == 0
+    p = passes(manifest(tmp_path / "run"))
+    assert p["ncu"]["commands"][0]["end"] <= handed["ncu"] < p["ncu-duration"]["commands"][0]["end"]
+    assert "nsys" not in handed
 
 
 def test_profile_with_reports_read_ahead_reports_what_report_says(tmp_path: Path, monkeypatch, capsys) -> None:

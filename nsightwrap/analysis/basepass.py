@@ -87,7 +87,7 @@ class ReadOnce:
     """``read`` that reads each file once (keyed by path, mtime and size) and hands out copies:
     the checks and the final analysis read the same reports several times over. ``prefetch``
     starts a read in the background, for a report that is final while the passes go on (the
-    ncu pass's report during the nsys pass, the nsys export during the duration pass); a later
+    ncu pass's report and the nsys export during the duration pass); a later
     call waits for it and gets its result, or its exception, as if it had read then."""
 
     def __init__(self, read: Callable[[Path], Any]) -> None:

@@ -1082,6 +1082,19 @@ def _export_beside(s: Settings, prof: Profiler, skipped: tuple[str, ...]) -> boo
     )  # fmt: skip
 
 
+def _read_ahead_after(prof: Profiler, s: Settings, skipped: tuple[str, ...], name: str, rec: PassRecord) -> None:
+    """Hand the reports that are final after pass ``name`` to ``Profiler.read_ahead``. The ncu
+    pass's report waits until no nsys trace is left to run: a reader beside the traced loops
+    could slow them, and the GPU clock they run at is the one the analysis takes."""
+    ncu = prof.records.get(PASS_NCU)
+    later = s.passes[s.passes.index(name) + 1 :]
+    trace_left = PASS_NSYS in later and PASS_NSYS not in skipped
+    if name in (PASS_NCU, PASS_NSYS) and ncu is not None and ncu.status == "ok" and not trace_left:
+        prof.read_ahead(prof.layout.ncu_report)
+    if name == PASS_NSYS and rec.status == "ok":
+        prof.read_ahead(prof.layout.nsys_sqlite)  # an export still running: once it ends (_read_export_ahead)
+
+
 def _pass_order(passes: tuple[str, ...], records: dict[str, PassRecord]) -> list[str]:
     """The manifest's pass order: the requested passes, the clock sweep's right after ncu."""
     order = []
@@ -1137,9 +1150,7 @@ def run_passes(
                         rec = prof.nsys(deadline, export_beside=_export_beside(s, prof, skipped))
                     else:
                         rec = runners[name](deadline)
-                if rec.status == "ok" and name in (PASS_NCU, PASS_NSYS):
-                    # Final now, read during the next pass (an export still running: once it ends).
-                    prof.read_ahead(layout.ncu_report if name == PASS_NCU else layout.nsys_sqlite)
+                _read_ahead_after(prof, s, skipped, name, rec)
                 display.done(rec)
                 plan.after(name, rec)
                 if name == PASS_PLAIN and rec.status == "ok" and callable(show_plan):
