@@ -142,10 +142,13 @@ def test_run_asks_after_the_other_passes_and_records_why_not(tmp_path: Path, mon
     base = passes(done)["ncu-base"]
     assert base["status"] == "skipped" and base["message"] == "not needed: the clocks agree"
     assert done["plan"]["cut"] == [{"pass": "ncu-base", "why": "not needed: the clocks agree"}]
-    assert done["plan"]["decided"] == [
+    decided = done["plan"]["decided"]
+    assert [{k: d[k] for k in ("pass", "runs", "why")} for d in decided] == [
         {"pass": "ncu-duration", "runs": True, "why": "a tenth moves a verdict"},
         {"pass": "ncu-base", "runs": False, "why": "the clocks agree"},
     ]
+    # Each check's own time, in seconds: what the decision put on the profile's critical path.
+    assert all(isinstance(d["check_s"], float) and 0 <= d["check_s"] < 30 for d in decided)
     assert [p["name"] for p in done["plan"]["passes"]] == ["plain", "ncu", "nsys", "ncu-duration", "ncu-base"]
     assert not (tmp_path / "run" / "ncu-base" / "report.ncu-rep").exists()
 

@@ -872,11 +872,14 @@ def _clock_sweep(
         cut = plan.fits(name) if plan is not None and ahead else None
         if ahead and cut is None:
             prof.release(name)
+        t_check = time.monotonic()
         decision = needed(name) if needed is not None and cut is None else None
         if decision is not None:
             runs, why = decision
             if plan is not None:
-                plan.decided.append({"pass": name, "runs": runs, "why": why})
+                # check_s: the check's own time, on the profile's critical path (issue 29).
+                plan.decided.append({"pass": name, "runs": runs, "why": why,
+                                     "check_s": round(time.monotonic() - t_check, 3)})  # fmt: skip
             if not runs:
                 prof.drop(name)
                 prof.records[name] = PassRecord(name, "skipped", message=f"not needed: {why}")

@@ -11,6 +11,7 @@ one: the files and RECORD are unchanged).
 
 from __future__ import annotations
 
+import lzma
 import sys
 import tarfile
 import tempfile
@@ -31,7 +32,7 @@ def main(folders: list[str]) -> None:
                 ):
                     for info in src.infolist():
                         dst.writestr(info, src.read(info), compress_type=zipfile.ZIP_STORED)
-        with tarfile.open(out, "w:xz", preset=6) as tar:
+        with tarfile.open(out, "w:xz", preset=9 | lzma.PRESET_EXTREME) as tar:
             for folder in folders:
                 tar.add(Path(tmp) / Path(folder).name, arcname=Path(folder).name)
     print(f"{out}: {out.stat().st_size / 2**20:.1f} MiB")
