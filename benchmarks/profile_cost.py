@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -41,18 +42,33 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _timed(argv: list[str], env: dict[str, str] | None, log: Path, timeout: float | None) -> dict[str, Any]:
+    """Run ``argv`` once, its output (stdout and stderr) into ``log`` with each line stamped with
+    the seconds since the launch, so a run's log says where its time went (``-v`` profiles show
+    every pass's output as it comes)."""
     t0, epoch0 = time.perf_counter(), time.time()
-    with open(log, "wb") as fh:
-        try:
-            rc: int | None = subprocess.run(
-                argv, env={**os.environ, **(env or {})}, stdout=fh, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, timeout=timeout, check=False,
-            ).returncode  # fmt: skip
-        except subprocess.TimeoutExpired:
-            rc = None
+    kernels = 0
+    proc = subprocess.Popen(argv, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)  # fmt: skip
+    fired = threading.Event()
+
+    def stop() -> None:
+        fired.set()
+        proc.kill()
+
+    killer = threading.Timer(timeout, stop) if timeout else None
+    if killer is not None:
+        killer.start()
+    assert proc.stdout is not None
+    with open(log, "wb") as fh, proc.stdout:
+        for line in proc.stdout:
+            fh.write(f"{time.perf_counter() - t0:9.3f} ".encode() + line)
+            kernels += line.startswith(b"==PROF== Profiling")
+    rc: int | None = proc.wait()
+    if killer is not None:
+        killer.cancel()
+    if fired.is_set():
+        rc = None  # stopped at the timeout
     wall = time.perf_counter() - t0
-    text = log.read_text(errors="replace")
-    kernels = sum(1 for ln in text.splitlines() if ln.startswith("==PROF== Profiling"))
     return {"argv": argv, "rc": rc, "wall_s": round(wall, 3), "kernels": kernels, "log": str(log),
             "start_epoch": epoch0}  # fmt: skip
 

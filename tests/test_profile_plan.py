@@ -138,6 +138,9 @@ def test_profile_cost_benchmark_on_the_fakes(tmp_path: Path, monkeypatch, capsys
     names = [p["name"] for p in rows["nsightwrap profile"]["passes"]]
     assert names == ["plain", "ncu", "ncu-duration", "ncu-base", "nsys"]
     assert rows["ncu by hand (same filter)"]["kernels"] == 18
+    # Each log line carries the seconds since its run's launch, in order.
+    stamps = [float(ln.split(None, 1)[0]) for ln in Path(rows["ncu by hand (same filter)"]["log"]).read_text().splitlines()]
+    assert stamps and stamps == sorted(stamps) and 0 <= stamps[0] <= stamps[-1] <= rows["ncu by hand (same filter)"]["wall_s"]
     assert rows["nsightwrap profile"]["x_plain"] > 0
     assert "nsightwrap profile" in capsys.readouterr().out
     # The time outside the passes counts two passes at once (the nsys export beside the duration
