@@ -57,8 +57,7 @@ def test_the_base_pass_starts_during_the_duration_pass_once_nsys_has_exited(tmp_
     assert base["early_s"] > 0.3
     launched = base["start"] - base["early_s"]
     assert export["end"] - 0.05 <= launched < dur["end"] <= base["start"] + 0.05
-    # The duration pass follows nsys: never held while nsys runs.
-    assert all(_cmd(m, n).get("early_s") is None for n in ("plain", "ncu", "nsys", "ncu-duration"))
+    assert all(_cmd(m, n).get("early_s") is None for n in ("plain", "ncu", "nsys"))
     # The script's first line ran only at its turn: after the pass before it ended.
     starts = [t for p, _, t in _starts(tmp_path / "pids") if p == "ncu"]
     assert len(starts) == 3  # the ncu pass, the duration pass, the base pass
@@ -68,6 +67,31 @@ def test_the_base_pass_starts_during_the_duration_pass_once_nsys_has_exited(tmp_
     assert not list((tmp_path / "run").glob(".*.go"))
     assert m["settings"]["early_start"] is True
     assert (tmp_path / "run" / "ncu-base" / "report.ncu-rep").is_file()
+
+
+def test_the_duration_pass_starts_once_the_nsys_target_has_ended_and_goes_as_nsys_exits(
+    tmp_path: Path, monkeypatch
+) -> None:
+    use_fakes(monkeypatch, tmp_path)
+    monkeypatch.setenv("TARGET_PID_FILE", str(tmp_path / "pids"))
+    monkeypatch.setenv("FAKE_TOOLS_RUNS", str(tmp_path / "runs.jsonl"))
+    monkeypatch.setenv("FAKE_NSYS_FINISH_DELAY", "1.5")  # nsys writes its report after its target
+    code, status, _ = _run(_early((str(TARGET),)), tmp_path / "run", lambda name: (True, "a verdict moves"))
+    assert (code, status) == (0, "complete")
+    m = manifest(tmp_path / "run")
+    profile, dur = _cmd(m, "nsys"), _cmd(m, "ncu-duration")
+    assert profile["argv"][1] == "profile"
+    target_end = next(json.loads(ln)["t1"] for ln in (tmp_path / "runs.jsonl").read_text().splitlines()
+                      if json.loads(ln)["tool"] == "nsys")  # fmt: skip
+    # Launched after the nsys target's end (never while its loops are traced), held through
+    # nsys's own end, let go as nsys exited: its time counts from then.
+    launched = dur["start"] - dur["early_s"]
+    assert target_end <= launched < profile["end"] and dur["early_s"] > 0.8
+    assert profile["end"] - 0.05 <= dur["start"]
+    starts = [t for p, _, t in _starts(tmp_path / "pids") if p == "ncu"]
+    assert len(starts) == 3 and starts[1] >= profile["end"]  # its script ran only at its turn
+    assert not {ENV_GO_FILE, ENV_PREIMPORT, ENV_GO_OWNER} & set(dur["env"])
+    assert (tmp_path / "run" / "ncu-duration" / "report.ncu-rep").is_file()
 
 
 def test_a_base_pass_started_while_its_need_is_decided_is_stopped_when_not_needed(

@@ -218,6 +218,21 @@ class Display(Protocol):
     def warn(self, text: str) -> None: ...
 
 
+#: What ``nsys profile`` prints once its target has exited, before it writes its report.
+NSYS_TARGET_ENDED = "Generating '"
+
+
+def _both(a: Callable[[str, str], None] | None, b: Callable[[str, str], None]) -> Callable[[str, str], None]:
+    """One line callback that calls ``a`` (if any), then ``b``."""
+
+    def both(stream: str, line: str) -> None:
+        if a is not None:
+            a(stream, line)
+        b(stream, line)
+
+    return both
+
+
 def _log_text(*paths: Path) -> str:
     return "\n".join(p.read_text(errors="replace") for p in paths if p.is_file())
 
@@ -295,6 +310,9 @@ class Profiler:
         #: Starts reading a finished report in the background for the analysis to come (the
         #: run's ``prefetch``; None: nothing is read ahead).
         self.prefetch: Callable[[Path], None] | None = None
+        #: Called once when the nsys pass's target has ended and nsys writes its report
+        #: (``--early-start``: the duration pass starts then, held; None: nothing).
+        self.on_target_end: Callable[[], object] | None = None
 
     def read_ahead(self, path: Path) -> None:
         """Hand a report that is final to ``prefetch``: the checks and the analysis find it read."""
@@ -329,8 +347,11 @@ class Profiler:
         return None if self.display.quiet and not self.display.verbose else self.display.on_line
 
     def _run(
-        self, name: str, argv: list[str], env: dict[str, str], deadline: float | None, prefix: str = ""
-    ) -> CommandResult:
+        self, name: str, argv: list[str], env: dict[str, str], deadline: float | None, prefix: str = "",
+        watch: Callable[[str, str], None] | None = None,
+    ) -> CommandResult:  # fmt: skip
+        """Run pass ``name``'s command (the one started early for it, if any) to its end; ``watch``
+        sees each output line, beside the display."""
         timeout = None if deadline is None else max(0.1, deadline - time.monotonic())
         staged = None if prefix else self.staged.pop(name, None)
         if staged is not None and staged[1] != tuple(argv):
@@ -346,7 +367,9 @@ class Profiler:
         else:
             out, err = self.layout.logs(name, prefix)
             cmd = Command(tuple(argv), self.cwd, str(out), str(err), env, timeout)
-            res = run_command(cmd, on_line=self._on_line())
+            shown = self._on_line()
+            on_line = shown if watch is None else _both(shown, watch)
+            res = run_command(cmd, on_line=on_line)
         if res.status == "interrupted":
             self.interrupted = True
         return res
@@ -568,7 +591,7 @@ class Profiler:
             extra=self.s.nsys_extra,
         )
         env = pass_env(L.root, PASS_NSYS, {**self._target_env(), ENV_NSYS_LOOP_MS: f"{self.s.nsys_loop_ms:g}"})
-        cmds = [self._run(PASS_NSYS, argv, env, deadline)]
+        cmds = [self._run(PASS_NSYS, argv, env, deadline, watch=self._target_end_watch())]
         problem = self._command_problem(PASS_NSYS, "nsys profile", cmds[0])
         if problem is not None and self.nsys_gpu_metrics and not self.interrupted and cmds[0].status != "timeout":
             # GPU metrics need the GPU's performance counters (admin rights on many machines): one
@@ -599,6 +622,23 @@ class Profiler:
             cmds.append(self._run(PASS_NSYS, export, {}, deadline, "export."))
             problem = self._export_problem(cmds[-1])
         return self._nsys_record(env, cmds, problem)
+
+    def _target_end_watch(self) -> Callable[[str, str], None] | None:
+        """A line watcher of ``nsys profile`` that calls ``on_target_end`` once, at nsys's
+        ``Generating '...qdstrm'`` line: the target has exited and no GPU work of the pass is
+        left, only nsys writing and importing its capture (seconds on a big trace)."""
+        hook = self.on_target_end
+        if hook is None:
+            return None
+        fired = threading.Event()
+
+        def watch(stream: str, line: str) -> None:
+            if stream == "stdout" and line.startswith(NSYS_TARGET_ENDED) and not fired.is_set():
+                fired.set()
+                with self._stage_lock:
+                    hook()
+
+        return watch
 
     def _export_problem(self, res: CommandResult) -> Problem | None:
         L = self.layout
@@ -1150,7 +1190,14 @@ def run_passes(
                 deadline = None if s.timeout_s is None else time.monotonic() + s.timeout_s
                 with display.pass_running(name, shlex.join(s.argv)):
                     if name == PASS_NSYS:
-                        rec = prof.nsys(deadline, export_beside=_export_beside(s, prof, skipped))
+                        beside = _export_beside(s, prof, skipped)
+                        if beside and s.early_start:
+                            # The duration pass starts, held, once nsys's target has ended: its
+                            # start-up overlaps nsys writing its report, and no script of it runs
+                            # while the nsys pass's loops are traced.
+                            prof.on_target_end = lambda: stage_sweep(prof, s, DURATION_PASS)
+                        rec = prof.nsys(deadline, export_beside=beside)
+                        prof.on_target_end = None
                     else:
                         rec = runners[name](deadline)
                 _read_ahead_after(prof, s, skipped, name, rec)
