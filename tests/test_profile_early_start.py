@@ -118,10 +118,10 @@ def test_a_base_pass_started_while_its_need_is_decided_is_stopped_when_not_neede
     assert m["plan"]["cut"] == [{"pass": "ncu-base", "why": "not needed: the clocks agree"}]
 
 
-def test_by_default_each_pass_runs_from_scratch(tmp_path: Path, monkeypatch) -> None:
+def test_with_no_early_start_each_pass_runs_from_scratch(tmp_path: Path, monkeypatch) -> None:
     use_fakes(monkeypatch, tmp_path)
-    s = _settings((str(TARGET),))
-    assert s.early_start is False
+    assert _settings((str(TARGET),)).early_start is True  # the default
+    s = replace(_settings((str(TARGET),)), early_start=False)
     code, _, _ = _run(s, tmp_path / "run", lambda name: (True, "a verdict moves"))
     assert code == 0
     m = manifest(tmp_path / "run")

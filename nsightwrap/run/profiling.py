@@ -166,10 +166,10 @@ class Settings:
     #: ``--budget SECONDS``: the whole profile's time; the clock sweep's passes are cut when the
     #: estimate says they do not fit (``Plan``).
     budget_s: float | None = None
-    #: ``--early-start``: start the base pass while the duration pass runs, held before the
-    #: script's first line (``Profiler.stage``), and let it go while its need is decided. Off by
-    #: default until measured on a GPU in its present form (docs/profile.md, "Early start").
-    early_start: bool = False
+    #: ``--early-start`` (default): start the duration pass once the nsys pass's script has
+    #: ended and the base pass while the duration pass runs, each held before the script's first
+    #: line (``Profiler.stage``); the base pass goes while its need is decided.
+    early_start: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {
