@@ -304,8 +304,6 @@ class Profiler:
         self.staged: dict[str, tuple[Running, tuple[str, ...], Path]] = {}
         #: What a pass started early imports before it waits (``read_preimports``), once the plain pass has run.
         self.preimports: tuple[str, ...] = ()
-        self._watcher: threading.Thread | None = None
-        self._cancel = threading.Event()
         self._stage_lock = threading.Lock()
         #: Starts reading a finished report in the background for the analysis to come (the
         #: run's ``prefetch``; None: nothing is read ahead).
@@ -383,11 +381,14 @@ class Profiler:
         no CUDA call while held, so the pass now running has the GPU to itself. Only for a Python
         target with the capture layer (which does the holding); False where nothing was started."""
         s = self.s
-        if (
-            argv is None or name in self.staged or self.interrupted or not (s.early_start and s.capture)
-            or not (s.target[0] == "-m" or s.target[0].endswith(".py"))
-        ):  # fmt: skip
+        if argv is None or not (s.early_start and s.capture) or not (s.target[0] == "-m" or s.target[0].endswith(".py")):
             return False
+        with self._stage_lock:  # also called from a line watcher's thread (``on_target_end``)
+            if name in self.staged or self.interrupted:
+                return False
+            return self._stage(name, argv, env)
+
+    def _stage(self, name: str, argv: list[str], env: dict[str, str]) -> bool:
         L = self.layout
         L.pass_dir(name).mkdir(exist_ok=True)
         go = L.root / f".{name}.go"
@@ -397,37 +398,6 @@ class Profiler:
         self.staged[name] = (Running(Command(tuple(argv), self.cwd, str(out), str(err), held), held=go), tuple(argv), go)
         return True
 
-    def stage_after_export(self, start: Callable[[], object]) -> None:
-        """Call ``start`` (which stages a pass) at once if no nsys export runs beside the pass
-        now running, else from a watcher thread once the export has ended; ``join_staging``
-        waits for the watcher (or calls it off)."""
-        running = self.export[0] if self.export is not None else None
-        if running is None:
-            start()
-            return
-        self._cancel.clear()
-
-        def watch() -> None:
-            while not running.done():
-                if self._cancel.wait(0.05):
-                    return
-            with self._stage_lock:
-                if not self._cancel.is_set():
-                    start()
-
-        self._watcher = threading.Thread(target=watch, name="nsightwrap-early-start", daemon=True)
-        self._watcher.start()
-
-    def join_staging(self) -> None:
-        """Stop waiting to start a pass early (a pass that had started stays staged)."""
-        w = self._watcher
-        if w is None:
-            return
-        with self._stage_lock:
-            self._cancel.set()
-        w.join()
-        self._watcher = None
-
     def release(self, name: str) -> None:
         """Let a pass started early go now (before its result is waited for: ``_run``)."""
         staged = self.staged.get(name)
@@ -436,7 +406,8 @@ class Profiler:
 
     def drop(self, name: str) -> None:
         """Stop a pass started early that will not run after all, and remove what it left."""
-        staged = self.staged.pop(name, None)
+        with self._stage_lock:
+            staged = self.staged.pop(name, None)
         if staged is not None:
             self._drop(name, staged)
 
@@ -635,8 +606,7 @@ class Profiler:
         def watch(stream: str, line: str) -> None:
             if stream == "stdout" and line.startswith(NSYS_TARGET_ENDED) and not fired.is_set():
                 fired.set()
-                with self._stage_lock:
-                    hook()
+                hook()
 
         return watch
 
@@ -894,7 +864,6 @@ def _clock_sweep(
     failure is a warning, recorded in the manifest, and the analysis falls back."""
     ncu = prof.records.get(PASS_NCU)
     for name in names:
-        prof.join_staging()
         if name != DURATION_PASS or s.duration_pass != "always":
             # The checks and the base pass's estimate read the nsys export: it must have ended.
             finish_nsys(prof, display, plan)
@@ -936,10 +905,10 @@ def _clock_sweep(
             display.warn(f"{name} pass cut: {cut}")
             continue
         if name == DURATION_PASS and CLOCK_SWEEP_PASS in names:
-            # The base pass starts during this one, once no nsys process is left: an ncu target
-            # held while nsys runs is stalled until ~12 s after nsys exits (H200, 2026-12-04,
-            # studies/startup_study.py), which costs more than the early start saves.
-            prof.stage_after_export(lambda: stage_sweep(prof, s, CLOCK_SWEEP_PASS))
+            # The base pass starts as this one goes (beside the nsys export, CPU work alone): held,
+            # it imports while this pass profiles, and waits at its first CUDA call for ncu's
+            # lock in any case (studies/startup_study.py).
+            stage_sweep(prof, s, CLOCK_SWEEP_PASS)
         deadline = None if s.timeout_s is None else time.monotonic() + s.timeout_s
         clock = "base" if name == CLOCK_SWEEP_PASS else "none"
         with display.pass_running(name, f"ncu --clock-control {clock} (duration, SM clock) " + shlex.join(s.argv)):
@@ -1218,7 +1187,6 @@ def run_passes(
     except KeyboardInterrupt:
         prof.interrupted = True
     finally:
-        prof.join_staging()
         prof.drop_all()
         finish_nsys(prof, display, plan, stop=True)
         for name in s.passes:
