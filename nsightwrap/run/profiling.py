@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import signal
 import sys
 import threading
@@ -419,12 +420,10 @@ class Profiler:
         running, _, go = staged
         running.stop()
         go.unlink(missing_ok=True)
-        # Its logs hold ncu's start-up lines at most: nothing of a pass that did not run.
-        for log in self.layout.logs(name):
-            log.unlink(missing_ok=True)
-        d = self.layout.pass_dir(name)
-        if d.is_dir() and not any(d.iterdir()):
-            d.rmdir()
+        # A pass stopped before or soon after its turn (not needed, cut, interrupted): what it left
+        # (ncu's start-up lines, a report it may have begun) is nothing of a pass that ran, and
+        # its folder is its own.
+        shutil.rmtree(self.layout.pass_dir(name), ignore_errors=True)
 
     def read_preimports(self) -> tuple[str, ...]:
         """What the plain pass's script imported of ``PREIMPORTABLE``, or nothing where it set
