@@ -116,6 +116,38 @@ def compare_runs(got: dict[str, dict[str, Any]] | None, base: dict[str, dict[str
             "causes_differ": causes, "rows": rows}  # fmt: skip
 
 
+#: The per-kernel figures of two runs set side by side (``kernel_drift``): each ncu pass's own.
+DRIFT_COLUMNS = {"duration_ns": "duration pass", "base_duration_ns": "base pass",
+                 "counters_duration_ns": "counters pass", "sm_clock_hz": "SM clock (duration pass)"}  # fmt: skip
+
+
+def kernel_drift(run_a: Path, run_b: Path) -> dict[str, Any] | None:
+    """How far apart two runs' ncu readings of the same kernels are: per column of
+    ``DRIFT_COLUMNS``, the ratios a/b of each kernel instance both runs profiled (same benchmark,
+    iteration, kernel and place in it), as count, median and 10th/90th percentiles. What the
+    options that differ between the runs (``--early-start``, say) do to ncu's own figures, beside
+    the verdicts; None when a run cannot be read."""
+    import nsightwrap as nw
+
+    try:
+        a, b = (nw.load_run(r).kernels() for r in (run_a, run_b))
+    except Exception:  # noqa: BLE001 - a run that cannot be read has no drift to show
+        return None
+    keys = ["benchmark", "iteration", "kernel", "nth"]
+    for k in (a, b):
+        k["nth"] = k.groupby(["benchmark", "iteration", "kernel"]).cumcount()
+    both = a.merge(b, on=keys, suffixes=("_a", "_b"))
+    out: dict[str, Any] = {"instances": len(both)}
+    for col, label in DRIFT_COLUMNS.items():
+        if f"{col}_a" not in both:
+            continue
+        r = (both[f"{col}_a"] / both[f"{col}_b"]).dropna()
+        if len(r):
+            out[col] = {"label": label, "n": len(r), "median": round(float(r.median()), 4),
+                        "p10": round(float(r.quantile(0.1)), 4), "p90": round(float(r.quantile(0.9)), 4)}  # fmt: skip
+    return out
+
+
 def _busy(manifest: dict[str, Any]) -> tuple[float, float]:
     """Seconds some pass command was running (the union of their start-end spans), and the
     seconds two ran at once."""
@@ -201,6 +233,7 @@ def measure(target: list[str], work: Path, *, profile_args: list[str], timeout: 
             "profile-baseline", target, work, baseline_args, timeout
         )
         verdicts = compare_runs(_verdicts(work / "profile-run", timeout), _verdicts(work / "profile-baseline", timeout))
+        verdicts["kernels"] = kernel_drift(work / "profile-run", work / "profile-baseline")
     iters = str(manifest.get("settings", {}).get("ncu_iters") or 3)
     if not by_hand:
         return _result(target, rows, manifest, verdicts)
@@ -268,6 +301,10 @@ def table(res: dict[str, Any]) -> str:
         )
         if v.get("causes_differ"):
             lines.append(f"causes differ (same verdict) on: {', '.join(v['causes_differ'])}")
+        for d in (v.get("kernels") or {}).values():
+            if isinstance(d, dict):
+                lines.append(f"ncu {d['label']}, run / baseline per kernel instance: median {d['median']:.4f} "
+                             f"(10-90%: {d['p10']:.4f}-{d['p90']:.4f}, {d['n']} instances)")  # fmt: skip
         lines += ["", f"{'benchmark':<40} {'verdict (defaults / baseline)':<30} {'ratio':>13} {'clock GHz':>11}"]
         for row in v.get("rows") or []:
             a, b = row["defaults"], row["baseline"]

@@ -96,6 +96,25 @@ def test_the_duration_pass_starts_once_the_nsys_target_has_ended_and_goes_as_nsy
     assert (tmp_path / "run" / "ncu-duration" / "report.ncu-rep").is_file()
 
 
+def test_the_duration_pass_starts_as_the_nsys_target_exits_before_nsys_says_so(tmp_path: Path, monkeypatch) -> None:
+    # The capture layer's end file, made by the target's last exit handler, comes seconds before
+    # nsys's Generating line on a real trace; the line stays the fallback (previous test).
+    use_fakes(monkeypatch, tmp_path)
+    monkeypatch.setenv("FAKE_TOOLS_RUNS", str(tmp_path / "runs.jsonl"))
+    monkeypatch.setenv("FAKE_NSYS_STOP_DELAY", "1.5")
+    code, status, _ = _run(_early((str(TARGET),)), tmp_path / "run", lambda name: (True, "a verdict moves"))
+    assert (code, status) == (0, "complete")
+    m = manifest(tmp_path / "run")
+    profile, dur = _cmd(m, "nsys"), _cmd(m, "ncu-duration")
+    target_end = next(json.loads(ln)["t1"] for ln in (tmp_path / "runs.jsonl").read_text().splitlines()
+                      if json.loads(ln)["tool"] == "nsys")  # fmt: skip
+    launched = dur["start"] - dur["early_s"]
+    assert target_end - 0.5 <= launched <= target_end + 0.5 and dur["early_s"] > 1.0
+    # A signal between the run and its target: not in the pass's recorded environment, not left behind.
+    assert "NSIGHTWRAP_END_FILE" not in profile["env"] and "NSIGHTWRAP_END_FILE" not in passes(m)["nsys"]["env"]
+    assert not (tmp_path / "run" / ".nsys.end").exists()
+
+
 def test_a_base_pass_started_while_its_need_is_decided_is_stopped_when_not_needed(
     tmp_path: Path, monkeypatch
 ) -> None:
@@ -227,3 +246,24 @@ def test_the_command_line_turns_it_on(tmp_path: Path, monkeypatch, capsys) -> No
     assert m["settings"]["early_start"] is True
     assert _cmd(m, "ncu-base")["early_s"] > 0
     assert json.loads((tmp_path / "run" / "plain" / "startup.json").read_text()) == {"imports": [], "env_before_torch": []}
+
+
+def test_the_end_file_is_made_as_the_first_process_exits(tmp_path: Path) -> None:
+    from nsightwrap.core.contract import ENV_END_FILE
+
+    end = tmp_path / "end"
+    script = tmp_path / "s.py"
+    script.write_text(
+        "import atexit, os, subprocess, sys, time\n"
+        f"end = {str(end)!r}\n"
+        f"subprocess.run([sys.executable, '-c', 'import os; print(os.environ.get(\"{ENV_END_FILE}\"))'])\n"
+        "atexit.register(lambda: print('own handler, end file there:', os.path.exists(end), flush=True))\n"
+        "print('last line, end file there:', os.path.exists(end), flush=True)\n"
+    )
+    env = layer_env(tmp_path, "nsys", **{ENV_END_FILE: str(end)})
+    p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    # The script's child neither sees the variable nor makes the file; the file comes after the
+    # script's last line and its own exit handlers.
+    assert p.stdout.splitlines() == ["None", "last line, end file there: False", "own handler, end file there: False"]
+    assert end.exists()

@@ -195,3 +195,23 @@ def test_capped_run_is_analysed(tmp_path: Path, monkeypatch, capsys) -> None:
     assert kernel_cap(manifest(tmp_path / "run")) == 3
     res = analyze(tmp_path / "run")
     assert res.benchmarks and not any("carried by the median" in n for b in res.benchmarks for n in b.notes)
+
+
+def test_profile_cost_sets_two_runs_ncu_readings_side_by_side(tmp_path: Path) -> None:
+    import shutil
+
+    from benchmarks import profile_cost
+
+    run = Path(__file__).resolve().parent.parent / "fixtures" / "runs" / "h200-sweep"
+    same = profile_cost.kernel_drift(run, run)
+    assert same is not None and same["instances"] > 0
+    for col in ("duration_ns", "base_duration_ns", "counters_duration_ns", "sm_clock_hz"):
+        assert same[col]["median"] == same[col]["p10"] == same[col]["p90"] == 1.0 and same[col]["n"] == same["instances"]
+    # A run whose duration pass is gone: its kernels keep the counters pass's durations, which
+    # the other run's duration pass does not match exactly.
+    other = tmp_path / "run"
+    shutil.copytree(run, other)
+    shutil.rmtree(other / "ncu-duration")
+    drift = profile_cost.kernel_drift(other, run)
+    assert drift is not None and drift["duration_ns"]["median"] != 1.0
+    assert profile_cost.kernel_drift(tmp_path / "missing", run) is None
