@@ -78,6 +78,8 @@ def test_the_duration_pass_starts_once_the_nsys_target_has_ended_and_goes_as_nsy
     monkeypatch.setenv("TARGET_PID_FILE", str(tmp_path / "pids"))
     monkeypatch.setenv("FAKE_TOOLS_RUNS", str(tmp_path / "runs.jsonl"))
     monkeypatch.setenv("FAKE_NSYS_FINISH_DELAY", "1.5")  # nsys writes its report after its target
+    # A script that leaves by os._exit runs no exit handler, so no end file: nsys's line starts it.
+    monkeypatch.setenv("TARGET_OS_EXIT", "nsys")
     code, status, _ = _run(_early((str(TARGET),)), tmp_path / "run", lambda name: (True, "a verdict moves"))
     assert (code, status) == (0, "complete")
     m = manifest(tmp_path / "run")
