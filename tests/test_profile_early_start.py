@@ -1,7 +1,6 @@
-"""The clock sweep's passes started early (issue 29): the duration pass once the nsys pass's target
-has ended, the base pass as the duration pass goes, each held by the capture layer before the
-script's first line until its turn; the base pass goes while the analysis decides whether it is
-needed and is stopped when it is not. Real
+"""The base pass started early (issue 29, on by default): it starts as the duration pass goes,
+held by the capture layer before the script's first line until its turn; it goes while the
+analysis decides whether it is needed and is stopped when it is not. Real
 subprocesses: the capture layer over the stand-ins, the fake tools on PATH."""
 
 from __future__ import annotations
@@ -59,7 +58,7 @@ def test_the_base_pass_starts_as_the_duration_pass_goes(tmp_path: Path, monkeypa
     assert base["early_s"] > 0.3
     launched = base["start"] - base["early_s"]
     assert dur["start"] - 0.05 <= launched < export["end"] and launched < dur["end"] <= base["start"] + 0.05
-    assert all(_cmd(m, n).get("early_s") is None for n in ("plain", "ncu", "nsys"))
+    assert all(_cmd(m, n).get("early_s") is None for n in ("plain", "ncu", "nsys", "ncu-duration"))
     # The script's first line ran only at its turn: after the pass before it ended.
     starts = [t for p, _, t in _starts(tmp_path / "pids") if p == "ncu"]
     assert len(starts) == 3  # the ncu pass, the duration pass, the base pass
@@ -69,52 +68,6 @@ def test_the_base_pass_starts_as_the_duration_pass_goes(tmp_path: Path, monkeypa
     assert not list((tmp_path / "run").glob(".*.go"))
     assert m["settings"]["early_start"] is True
     assert (tmp_path / "run" / "ncu-base" / "report.ncu-rep").is_file()
-
-
-def test_the_duration_pass_starts_once_the_nsys_target_has_ended_and_goes_as_nsys_exits(
-    tmp_path: Path, monkeypatch
-) -> None:
-    use_fakes(monkeypatch, tmp_path)
-    monkeypatch.setenv("TARGET_PID_FILE", str(tmp_path / "pids"))
-    monkeypatch.setenv("FAKE_TOOLS_RUNS", str(tmp_path / "runs.jsonl"))
-    monkeypatch.setenv("FAKE_NSYS_FINISH_DELAY", "1.5")  # nsys writes its report after its target
-    # A script that leaves by os._exit runs no exit handler, so no end file: nsys's line starts it.
-    monkeypatch.setenv("TARGET_OS_EXIT", "nsys")
-    code, status, _ = _run(_early((str(TARGET),)), tmp_path / "run", lambda name: (True, "a verdict moves"))
-    assert (code, status) == (0, "complete")
-    m = manifest(tmp_path / "run")
-    profile, dur = _cmd(m, "nsys"), _cmd(m, "ncu-duration")
-    assert profile["argv"][1] == "profile"
-    target_end = next(json.loads(ln)["t1"] for ln in (tmp_path / "runs.jsonl").read_text().splitlines()
-                      if json.loads(ln)["tool"] == "nsys")  # fmt: skip
-    # Launched after the nsys target's end (never while its loops are traced), held through
-    # nsys's own end, let go as nsys exited: its time counts from then.
-    launched = dur["start"] - dur["early_s"]
-    assert target_end <= launched < profile["end"] and dur["early_s"] > 0.8
-    assert profile["end"] - 0.05 <= dur["start"]
-    starts = [t for p, _, t in _starts(tmp_path / "pids") if p == "ncu"]
-    assert len(starts) == 3 and starts[1] >= profile["end"]  # its script ran only at its turn
-    assert not {ENV_GO_FILE, ENV_PREIMPORT, ENV_GO_OWNER} & set(dur["env"])
-    assert (tmp_path / "run" / "ncu-duration" / "report.ncu-rep").is_file()
-
-
-def test_the_duration_pass_starts_as_the_nsys_target_exits_before_nsys_says_so(tmp_path: Path, monkeypatch) -> None:
-    # The capture layer's end file, made by the target's last exit handler, comes seconds before
-    # nsys's Generating line on a real trace; the line stays the fallback (previous test).
-    use_fakes(monkeypatch, tmp_path)
-    monkeypatch.setenv("FAKE_TOOLS_RUNS", str(tmp_path / "runs.jsonl"))
-    monkeypatch.setenv("FAKE_NSYS_STOP_DELAY", "1.5")
-    code, status, _ = _run(_early((str(TARGET),)), tmp_path / "run", lambda name: (True, "a verdict moves"))
-    assert (code, status) == (0, "complete")
-    m = manifest(tmp_path / "run")
-    profile, dur = _cmd(m, "nsys"), _cmd(m, "ncu-duration")
-    target_end = next(json.loads(ln)["t1"] for ln in (tmp_path / "runs.jsonl").read_text().splitlines()
-                      if json.loads(ln)["tool"] == "nsys")  # fmt: skip
-    launched = dur["start"] - dur["early_s"]
-    assert target_end - 0.5 <= launched <= target_end + 0.5 and dur["early_s"] > 1.0
-    # A signal between the run and its target: not in the pass's recorded environment, not left behind.
-    assert "NSIGHTWRAP_END_FILE" not in profile["env"] and "NSIGHTWRAP_END_FILE" not in passes(m)["nsys"]["env"]
-    assert not (tmp_path / "run" / ".nsys.end").exists()
 
 
 def test_a_base_pass_started_while_its_need_is_decided_is_stopped_when_not_needed(
@@ -249,23 +202,3 @@ def test_the_command_line_turns_it_on(tmp_path: Path, monkeypatch, capsys) -> No
     assert _cmd(m, "ncu-base")["early_s"] > 0
     assert json.loads((tmp_path / "run" / "plain" / "startup.json").read_text()) == {"imports": [], "env_before_torch": []}
 
-
-def test_the_end_file_is_made_as_the_first_process_exits(tmp_path: Path) -> None:
-    from nsightwrap.core.contract import ENV_END_FILE
-
-    end = tmp_path / "end"
-    script = tmp_path / "s.py"
-    script.write_text(
-        "import atexit, os, subprocess, sys, time\n"
-        f"end = {str(end)!r}\n"
-        f"subprocess.run([sys.executable, '-c', 'import os; print(os.environ.get(\"{ENV_END_FILE}\"))'])\n"
-        "atexit.register(lambda: print('own handler, end file there:', os.path.exists(end), flush=True))\n"
-        "print('last line, end file there:', os.path.exists(end), flush=True)\n"
-    )
-    env = layer_env(tmp_path, "nsys", **{ENV_END_FILE: str(end)})
-    p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p.stderr
-    # The script's child neither sees the variable nor makes the file; the file comes after the
-    # script's last line and its own exit handlers.
-    assert p.stdout.splitlines() == ["None", "last line, end file there: False", "own handler, end file there: False"]
-    assert end.exists()

@@ -36,10 +36,6 @@ def install(environ: dict[str, str] | None = None) -> Layer:
     if L.under_ncu:
         hooks.when_imported("nvtx.nvtx", _nvtx)
         hooks.when_imported("torch.cuda.nvtx", _torch_nvtx)
-    end = os.environ.pop(contract.ENV_END_FILE, None)
-    if end:
-        # First registered, so the last exit handler to run: the script and its other handlers are done.
-        atexit.register(_touch, end)
     startup = os.environ.pop(contract.ENV_STARTUP_FILE, None)
     if startup:
         _note_startup(startup)
@@ -118,14 +114,6 @@ def _note_startup(path: str) -> None:
 
     hooks.when_imported("torch", at_torch)
     atexit.register(write)
-
-
-def _touch(path: str) -> None:
-    try:
-        with open(path, "a"):
-            pass
-    except OSError:  # never fail the exit of the user's program
-        pass
 
 
 def _at_exit() -> None:

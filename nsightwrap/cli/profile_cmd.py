@@ -497,12 +497,11 @@ def profile_command(
         bool,
         typer.Option(
             "--early-start/--no-early-start",
-            help="Start each clock-sweep pass before its turn, held before the script's first line and its first "
-            "CUDA call, so that Python's start, ncu's and the script's import of torch overlap the pass before: the "
-            "duration pass once the nsys pass's script has ended (while nsys writes its report), the base pass while "
-            "the duration pass runs; the base pass goes while the analysis decides whether it is needed and is "
-            "stopped if not. Only for a Python target with the capture layer (docs/profile.md, \"Early start\"). "
-            "On by default; --no-early-start starts each pass after the one before.",
+            help="Start the clock sweep's base pass as the duration pass goes, held before the script's first line "
+            "and its first CUDA call, so that Python's start, ncu's and the script's imports overlap the duration "
+            "pass; it goes while the analysis decides whether it is needed, and is stopped if not. Only for a Python "
+            "target with the capture layer (docs/profile.md, \"Early start\"). On by default; --no-early-start "
+            "starts it after the decision.",
         ),
     ] = True,
     no_gpu_metrics: Annotated[

@@ -99,10 +99,6 @@ ENV_GO_OWNER = "NSIGHTWRAP_GO_OWNER"
 #: imported, and which environment variables it set before its ``import torch`` (then torch is
 #: not imported early: torch reads some of them, OMP_NUM_THREADS or TORCH_LOGS, at import).
 ENV_STARTUP_FILE = "NSIGHTWRAP_STARTUP_FILE"
-#: The nsys pass with early start: the first Python process of the target creates this file as
-#: it exits (its last exit handler), so that the next pass starts while nsys still flushes and
-#: writes its capture (seconds on the H100 and H200; ``Profiler.on_target_end``).
-ENV_END_FILE = "NSIGHTWRAP_END_FILE"
 #: The modules an early-started pass may import before it waits.
 PREIMPORTABLE = ("torch", "triton", "triton.testing")
 #: Kinds of timing a benchmark can come from (``BenchmarkResult.source["kind"]``).

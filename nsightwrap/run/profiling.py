@@ -26,7 +26,6 @@ from typing import Any, Protocol
 
 from nsightwrap import __version__
 from nsightwrap.core.contract import (
-    ENV_END_FILE,
     ENV_GO_FILE,
     ENV_GO_OWNER,
     ENV_NCU_ITERS,
@@ -168,9 +167,8 @@ class Settings:
     #: ``--budget SECONDS``: the whole profile's time; the clock sweep's passes are cut when the
     #: estimate says they do not fit (``Plan``).
     budget_s: float | None = None
-    #: ``--early-start`` (default): start the duration pass once the nsys pass's script has
-    #: ended and the base pass while the duration pass runs, each held before the script's first
-    #: line (``Profiler.stage``); the base pass goes while its need is decided.
+    #: ``--early-start`` (default): start the base pass as the duration pass goes, held before the
+    #: script's first line (``Profiler.stage``), and let it go while its need is decided.
     early_start: bool = True
 
     def to_json(self) -> dict[str, Any]:
@@ -218,61 +216,6 @@ class Display(Protocol):
     def done(self, rec: PassRecord) -> None: ...
 
     def warn(self, text: str) -> None: ...
-
-
-#: What ``nsys profile`` prints once its target has exited, before it writes its report.
-NSYS_TARGET_ENDED = "Generating '"
-
-
-class _AtTargetEnd:
-    """Calls ``hook`` once, as the nsys pass's target ends: when its first Python process's
-    capture layer creates ``end_file`` on its way out (``contract.ENV_END_FILE``), or failing that
-    (no capture layer, ``os._exit``) at nsys's ``Generating '...'`` line (``line``). No GPU work
-    of the pass is left then, only nsys flushing and writing its capture: 7-8 s for the GEMM sweep
-    on an H100 (2026-12-07)."""
-
-    def __init__(self, hook: Callable[[], object], end_file: Path) -> None:
-        self.hook = hook
-        self.end_file = end_file
-        end_file.unlink(missing_ok=True)
-        self._lock = threading.Lock()
-        self._fired = False
-        self._stop = threading.Event()
-        self._poll = threading.Thread(target=self._watch, name="nsightwrap-target-end", daemon=True)
-        self._poll.start()
-
-    def _watch(self) -> None:
-        while not self._stop.wait(0.02):
-            if self.end_file.exists():
-                self.fire()
-                return
-
-    def fire(self) -> None:
-        with self._lock:
-            if self._fired:
-                return
-            self._fired = True
-        self.hook()
-
-    def line(self, stream: str, line: str) -> None:
-        if stream == "stdout" and line.startswith(NSYS_TARGET_ENDED):
-            self.fire()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._poll.join()
-        self.end_file.unlink(missing_ok=True)
-
-
-def _both(a: Callable[[str, str], None] | None, b: Callable[[str, str], None]) -> Callable[[str, str], None]:
-    """One line callback that calls ``a`` (if any), then ``b``."""
-
-    def both(stream: str, line: str) -> None:
-        if a is not None:
-            a(stream, line)
-        b(stream, line)
-
-    return both
 
 
 def _log_text(*paths: Path) -> str:
@@ -350,9 +293,6 @@ class Profiler:
         #: Starts reading a finished report in the background for the analysis to come (the
         #: run's ``prefetch``; None: nothing is read ahead).
         self.prefetch: Callable[[Path], None] | None = None
-        #: Called once when the nsys pass's target has ended, while nsys flushes and writes its
-        #: capture (``--early-start``: the duration pass starts then, held; None: nothing).
-        self.on_target_end: Callable[[], object] | None = None
 
     def read_ahead(self, path: Path) -> None:
         """Hand a report that is final to ``prefetch``: the checks and the analysis find it read."""
@@ -387,11 +327,9 @@ class Profiler:
         return None if self.display.quiet and not self.display.verbose else self.display.on_line
 
     def _run(
-        self, name: str, argv: list[str], env: dict[str, str], deadline: float | None, prefix: str = "",
-        watch: Callable[[str, str], None] | None = None,
-    ) -> CommandResult:  # fmt: skip
-        """Run pass ``name``'s command (the one started early for it, if any) to its end; ``watch``
-        sees each output line, beside the display."""
+        self, name: str, argv: list[str], env: dict[str, str], deadline: float | None, prefix: str = ""
+    ) -> CommandResult:
+        """Run pass ``name``'s command (the one started early for it, if any) to its end."""
         timeout = None if deadline is None else max(0.1, deadline - time.monotonic())
         staged = None if prefix else self.staged.pop(name, None)
         if staged is not None and staged[1] != tuple(argv):
@@ -407,9 +345,7 @@ class Profiler:
         else:
             out, err = self.layout.logs(name, prefix)
             cmd = Command(tuple(argv), self.cwd, str(out), str(err), env, timeout)
-            shown = self._on_line()
-            on_line = shown if watch is None else _both(shown, watch)
-            res = run_command(cmd, on_line=on_line)
+            res = run_command(cmd, on_line=self._on_line())
         if res.status == "interrupted":
             self.interrupted = True
         return res
@@ -425,7 +361,7 @@ class Profiler:
         s = self.s
         if argv is None or not (s.early_start and s.capture) or not (s.target[0] == "-m" or s.target[0].endswith(".py")):
             return False
-        with self._stage_lock:  # also called from a line watcher's thread (``on_target_end``)
+        with self._stage_lock:
             if name in self.staged or self.interrupted:
                 return False
             return self._stage(name, argv, env)
@@ -602,16 +538,7 @@ class Profiler:
             extra=self.s.nsys_extra,
         )
         env = pass_env(L.root, PASS_NSYS, {**self._target_env(), ENV_NSYS_LOOP_MS: f"{self.s.nsys_loop_ms:g}"})
-        end = None if self.on_target_end is None else _AtTargetEnd(self.on_target_end, L.root / ".nsys.end")
-        if end is None:
-            cmds = [self._run(PASS_NSYS, argv, env, deadline)]
-        else:
-            # The end file is a signal between this run and its target, not part of the pass's environment.
-            run_env = {**env, ENV_END_FILE: str(end.end_file)} if self.s.capture else env
-            try:
-                cmds = [replace(self._run(PASS_NSYS, argv, run_env, deadline, watch=end.line), env=dict(env))]
-            finally:
-                end.close()
+        cmds = [self._run(PASS_NSYS, argv, env, deadline)]
         problem = self._command_problem(PASS_NSYS, "nsys profile", cmds[0])
         if problem is not None and self.nsys_gpu_metrics and not self.interrupted and cmds[0].status != "timeout":
             # GPU metrics need the GPU's performance counters (admin rights on many machines): one
@@ -1192,14 +1119,7 @@ def run_passes(
                 deadline = None if s.timeout_s is None else time.monotonic() + s.timeout_s
                 with display.pass_running(name, shlex.join(s.argv)):
                     if name == PASS_NSYS:
-                        beside = _export_beside(s, prof, skipped)
-                        if beside and s.early_start:
-                            # The duration pass starts, held, once nsys's target has ended: its
-                            # start-up overlaps nsys writing its report, and no script of it runs
-                            # while the nsys pass's loops are traced.
-                            prof.on_target_end = lambda: stage_sweep(prof, s, DURATION_PASS)
-                        rec = prof.nsys(deadline, export_beside=beside)
-                        prof.on_target_end = None
+                        rec = prof.nsys(deadline, export_beside=_export_beside(s, prof, skipped))
                     else:
                         rec = runners[name](deadline)
                 _read_ahead_after(prof, s, skipped, name, rec)
