@@ -193,51 +193,6 @@ def _held_during_nsys(ncu: str, nsys: str, work: Path) -> dict[str, Any]:
     return out
 
 
-def _started_at_target_exit(ncu: str, nsys: str, work: Path) -> dict[str, Any]:
-    """nsys with GPU metrics traces 300000 kernels; ncu starts a held child as soon as nsys's
-    target has ended (its stamps written, or nsys's ``Generating`` line), while nsys still writes
-    its report, and lets it go as nsys exits: can the next pass's start overlap nsys's own end?"""
-    import sqlite3
-
-    m = "gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second"
-    a_argv, a_stamps = _child_argv(work, "A-exit", 300000)
-    rep = work / "A-exit"
-    a_log = work / "A-exit.log"
-    t0 = time.time()
-    a = _launch([nsys, "profile", "-t", "cuda,nvtx", "-s", "none", "--cpuctxsw=none", "--gpu-metrics-devices=all",
-                 "--gpu-metrics-frequency=20000", "-o", str(rep), "-f", "true", *a_argv], a_log)  # fmt: skip
-    while a.poll() is None and not a_stamps.is_file() and "Generating" not in a_log.read_text(errors="replace"):
-        time.sleep(0.01)
-    tb = time.time()
-    go = work / "exit.go"
-    b_argv, b_stamps = _child_argv(work, "B-exit", 5)
-    b = _launch([ncu, "--clock-control", "none", "--metrics", m, "-o", str(work / "B-exit"), "-f", *b_argv],
-                work / "B-exit.log", {**os.environ, "STUDY_GO": str(go)})  # fmt: skip
-    ra = a.wait()
-    ta = time.time()
-    go.touch()
-    rb = b.wait()
-    out: dict[str, Any] = {"a_rc": ra, "a_exit": ta - t0, "b_launch": tb - t0, "b_rc": rb, "b_exit": time.time() - t0}
-    for tag, p in (("a", a_stamps), ("b", b_stamps)):
-        if p.is_file():
-            s = json.loads(p.read_text())
-            out.update({f"{tag}_{k}": s[k] - t0 for k in (*STAMPS, "go")})
-    out["b_seen_after_go_s"] = out.get("b_go", float("nan")) - out["a_exit"]
-    _export_s(nsys, rep.with_suffix(".nsys-rep"))
-    try:
-        con = sqlite3.connect(rep.with_suffix(".sqlite"))
-        out["a_gpu_metrics_rows"] = con.execute("SELECT COUNT(*) FROM GPU_METRICS").fetchone()[0]
-        out["a_kernels_traced"] = con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
-    except sqlite3.Error as exc:
-        out["a_sqlite_error"] = str(exc)
-    text = (work / "B-exit.log").read_text(errors="replace")
-    out["b_profiled"] = text.count('==PROF== Profiling "')
-    out["b_errors"] = [ln.strip() for ln in text.splitlines() if "ERR" in ln or "rror" in ln][:5]
-    out["a_errors"] = [ln.strip() for ln in a_log.read_text(errors="replace").splitlines()
-                       if "ERR" in ln or "rror" in ln][:5]  # fmt: skip
-    return out
-
-
 def _held_alone(ncu: str | None, work: Path, tag: str, hold_s: float = 6.0) -> dict[str, Any]:
     """A child held ``hold_s`` s (under ncu, or plain when ``ncu`` is None) with nothing else
     running: how long after the go file it sees it, and its CUDA start after that."""
@@ -281,16 +236,7 @@ def tables(res: dict[str, Any]) -> str:
         # Process exits are a_exit/b_exit; a_end/b_end are the child's own end stamps. Results
         # recorded before 2026-12-07 kept only the child's end under a_end (the exit was lost).
         nan = float("nan")
-        if name == "ncu-started-at-nsys-target-exit":
-            lines.append(
-                f"{name:<20} A (nsys, GPU metrics): target end {o.get('a_end', nan):.2f} exit {o['a_exit']:.2f} rc "
-                f"{o['a_rc']} kernels traced {o.get('a_kernels_traced')} GPU-metrics rows {o.get('a_gpu_metrics_rows')}; "
-                f"B (ncu, launched {o['b_launch']:.2f}, held until A exits): torch {o.get('b_torch', nan):.2f} go "
-                f"{o.get('b_go', nan):.2f} cuda {o.get('b_cuda', nan):.2f} exit {o['b_exit']:.2f} rc {o['b_rc']} "
-                f"profiled {o['b_profiled']}"
-            )  # fmt: skip
-            lines.append(f"  B saw its go file (made as A exited) {o['b_seen_after_go_s']:.3f} s after it was made")
-        elif name == "ncu-held-during-nsys":
+        if name == "ncu-held-during-nsys":
             lines.append(
                 f"{name:<20} A (nsys, GPU metrics): target end {o.get('a_end', nan):.2f} exit "
                 f"{o.get('a_exit', nan):.2f} rc {o['a_rc']} kernels traced {o.get('a_kernels_traced')} GPU-metrics rows "
@@ -325,8 +271,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--tables-from", type=Path, help="print the tables of a recorded result (no GPU)")
     ap.add_argument("--only-held", action="store_true", help="only the ncu pass held during nsys")
-    ap.add_argument("--only-after-target", action="store_true",
-                    help="only an ncu pass started as nsys's target ends, let go as nsys exits")
     args = ap.parse_args(argv)
     if args.tables_from:
         import gzip
@@ -340,15 +284,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
     res: dict[str, Any] = {"gpu": gpu, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rounds": args.rounds,
                            "ncu": ncu, "nsys": nsys, "configs": {}, "overlap": {}}  # fmt: skip
-    if args.only_after_target:
-        if not (ncu and nsys):
-            sys.exit("startup_study: --only-after-target needs ncu and nsys")
-        res["overlap"]["ncu-started-at-nsys-target-exit"] = o = _started_at_target_exit(ncu, nsys, work)
-        print(f"at target exit: {json.dumps(o)}", file=sys.stderr, flush=True)
-        if args.json:
-            args.json.write_text(json.dumps(res, indent=1) + "\n")
-        sys.stdout.write(tables(res))
-        return
     configs = {} if args.only_held else _configs(ncu, nsys, work)
     for tag, tool in (("held-plain", None), ("held-ncu", ncu)):
         res.setdefault("held", {})[tag] = _held_alone(tool, work, tag)
