@@ -289,7 +289,6 @@ class Profiler:
         self.staged: dict[str, tuple[Running, tuple[str, ...], Path]] = {}
         #: What a pass started early imports before it waits (``read_preimports``), once the plain pass has run.
         self.preimports: tuple[str, ...] = ()
-        self._stage_lock = threading.Lock()
         #: Starts reading a finished report in the background for the analysis to come (the
         #: run's ``prefetch``; None: nothing is read ahead).
         self.prefetch: Callable[[Path], None] | None = None
@@ -359,14 +358,11 @@ class Profiler:
         no CUDA call while held, so the pass now running has the GPU to itself. Only for a Python
         target with the capture layer (which does the holding); False where nothing was started."""
         s = self.s
-        if argv is None or not (s.early_start and s.capture) or not (s.target[0] == "-m" or s.target[0].endswith(".py")):
+        if (
+            argv is None or name in self.staged or self.interrupted or not (s.early_start and s.capture)
+            or not (s.target[0] == "-m" or s.target[0].endswith(".py"))
+        ):  # fmt: skip
             return False
-        with self._stage_lock:
-            if name in self.staged or self.interrupted:
-                return False
-            return self._stage(name, argv, env)
-
-    def _stage(self, name: str, argv: list[str], env: dict[str, str]) -> bool:
         L = self.layout
         L.pass_dir(name).mkdir(exist_ok=True)
         go = L.root / f".{name}.go"
@@ -384,8 +380,7 @@ class Profiler:
 
     def drop(self, name: str) -> None:
         """Stop a pass started early that will not run after all, and remove what it left."""
-        with self._stage_lock:
-            staged = self.staged.pop(name, None)
+        staged = self.staged.pop(name, None)
         if staged is not None:
             self._drop(name, staged)
 
