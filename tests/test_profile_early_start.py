@@ -190,15 +190,19 @@ def test_a_held_process_leaves_when_its_profile_is_gone(tmp_path: Path) -> None:
     assert "the profile that started this pass early has ended" in p.stderr
 
 
-def test_the_command_line_turns_it_on(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_it_is_on_by_default_and_the_command_line_turns_it_off(tmp_path: Path, monkeypatch, capsys) -> None:
     from fake_tools.harness import profile
 
     use_fakes(monkeypatch, tmp_path)
     monkeypatch.setenv("TARGET_DELAY", "1")
-    r = profile(capsys, "-o", "run", "--early-start", "--base-pass", "always", "--no-analyze", str(TARGET))
+    r = profile(capsys, "-o", "run", "--base-pass", "always", "--no-analyze", str(TARGET))
     assert r.code == 0, r.err
     m = manifest(tmp_path / "run")
     assert m["settings"]["early_start"] is True
     assert _cmd(m, "ncu-base")["early_s"] > 0
     assert json.loads((tmp_path / "run" / "plain" / "startup.json").read_text()) == {"imports": [], "env_before_torch": []}
-
+    r = profile(capsys, "-o", "off", "--no-early-start", "--base-pass", "always", "--no-analyze", str(TARGET))
+    assert r.code == 0, r.err
+    m = manifest(tmp_path / "off")
+    assert m["settings"]["early_start"] is False and _cmd(m, "ncu-base").get("early_s") is None
+    assert not (tmp_path / "off" / "plain" / "startup.json").exists()
