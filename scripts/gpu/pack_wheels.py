@@ -23,10 +23,13 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+#: ``strip``, where it is on PATH (looked up once, not per file of every wheel).
+STRIP = shutil.which("strip")
+
 
 def _stripped(name: str, data: bytes) -> bytes:
     """``data`` without debug symbols where ``name`` is a shared object and ``strip`` is here."""
-    strip = shutil.which("strip")
+    strip = STRIP
     if strip is None or not (name.endswith(".so") or ".so." in name) or not data.startswith(b"\x7fELF"):
         return data
     with tempfile.TemporaryDirectory() as tmp:
