@@ -50,6 +50,7 @@ from nsightwrap.analysis.model import (
     TimerStats,
 )
 from nsightwrap.analysis.ncusample import kernel_cap, ncu_stats_sampled
+from nsightwrap.analysis.plainclock import plain_pass_clocks
 from nsightwrap.analysis.power import attach_power
 from nsightwrap.analysis.reconcile import BenchmarkSpec, reconcile_all, specs_from_nvtx
 from nsightwrap.analysis.roofline import attach_rooflines
@@ -150,7 +151,9 @@ def analyze(
     )
     nsys_timers = _nsys_pass_timings(layout)
     plain_hz = plain_clock_from_samples(samples) if samples is not None else None
-    clocks, refs = benchmark_clocks(specs, found, nsys, nsys_timers, ref_choice, env, manifest, plain_hz)
+    plain_capture = _read_plain_clock(layout, notes, read_nsys)
+    in_plain = plain_pass_clocks([(s.nvtx_path, s.iter_prefix) for s in specs], sidecars, plain_capture)
+    clocks, refs = benchmark_clocks(specs, found, nsys, nsys_timers, ref_choice, env, manifest, plain_hz, in_plain)
     setup = nsys.setup_calls if nsys is not None else None
     results = _reconcile_all(specs, refs, ncu, found, nsys_timers, tolerance=tolerance,
                              ncu_cache_control=env.ncu_cache_control, manifest=manifest, setup_calls=setup)  # fmt: skip
@@ -177,12 +180,14 @@ def benchmark_clocks(
     env: Environment,
     manifest: Mapping[str, Any],
     plain_hz: float | None = None,
+    in_plain: Sequence[MeasuredClock | None] | None = None,
 ) -> tuple[list[MeasuredClock | None], list[tuple[float | None, str]]]:
     """Every benchmark's measured SM clock and its reference clock (what ncu is carried to).
 
-    By default (``--clock-ref plain``) the reference is the clock measured on the GPU: the nsys
-    pass's GPC samples inside the benchmark's own kernels, where the nsys pass ran the loop at
-    the plain pass's pace; else nsightwrap.bench's own stamps. A run whose nsys pass sampled no
+    By default (``--clock-ref plain``) the reference is the clock measured on the GPU: nsightwrap.bench's
+    own stamps; else the plain pass's own GPC samples inside the timing's windows (``in_plain``,
+    analysis/plainclock.py); else the nsys pass's GPC samples inside the benchmark's own kernels,
+    where the nsys pass ran the loop at the plain pass's pace. A run whose nsys pass sampled no
     GPU metrics (made before the nsys pass did, or with ``--no-gpu-metrics``) keeps the clock
     the capture layer or nvidia-smi logged (``plain_hz``), named as read from the host; a run
     with GPU metrics never takes a host-read clock: a benchmark without a measured one is
@@ -194,11 +199,12 @@ def benchmark_clocks(
     measured = with_slowdown(measured, plain_ns, [nsys_timers.get(s.nvtx_path) for s in specs])
     clocks: list[MeasuredClock | None] = []
     refs: list[tuple[float | None, str]] = []
-    for spec, m in zip(specs, measured, strict=True):
+    plain_measured = list(in_plain) if in_plain is not None else [None] * len(specs)
+    for spec, m, pm in zip(specs, measured, plain_measured, strict=True):
         timer = spec.timer
         stamps = stamps_clock(timer.sm_clock_hz, timer.sample_clock_hz) if timer and timer.clock_source == "stamps" else None
         slowed = m is not None and m.slowdown is not None and m.slowdown > MAX_SLOWDOWN
-        clock = stamps if stamps is not None else (None if slowed else m)
+        clock = stamps if stamps is not None else (pm if pm is not None else (None if slowed else m))
         if isinstance(choice, float) or choice in ("boost", "base"):
             refs.append(reference_clock(choice, plain_hz=None, boost_hz=env.sm_clock_max_hz, base_hz=env.sm_clock_base_hz))
         elif clock is not None:
@@ -524,6 +530,25 @@ def _with_clock_sweep(
             "heuristic (no twin in the base-clock pass, or their two clocks were too close)"
         )
     return out
+
+
+def _read_plain_clock(layout: RunLayout, notes: list[str], read: NsysReader | None = None) -> Any:
+    """The plain pass's clock capture (nsys GPU metrics and NVTX, no CUDA trace), or None."""
+    path = layout.plain_clock_sqlite
+    if not path.is_file():
+        if layout.plain_clock_rep.is_file():
+            notes.append("plain/clock.nsys-rep has no SQLite export: the plain pass's clocks are not measured "
+                         "(run nsys export --type sqlite on it)")  # fmt: skip
+        return None
+    try:
+        if read is not None:
+            return read(path)
+        from nsightwrap.parsers.nsys import read_nsys
+
+        return read_nsys(path, detail=False)
+    except NsightwrapError as exc:
+        notes.append(f"the plain pass's clock capture could not be read ({exc.message}): its clocks are not measured")
+        return None
 
 
 def _read_nsys(layout: RunLayout, notes: list[str], read: NsysReader | None = None) -> Any:

@@ -146,6 +146,8 @@ class _EventCall:
         self.opened_since_read = 0
         self.last_batch = 0
         self.max_batch = 0
+        #: Where its windows lie on the GPU's timeline (plain pass with its clock sampled).
+        self.clock: Any = None
 
     def batch_done(self) -> bool:
         return self.last_batch >= 2 and all(w.read_ms is not None for w in self.windows)
@@ -207,6 +209,23 @@ class EventSites(Sink):
         cap.status = "ok"
         self.L.add(cap)
         self.L.flush()
+
+
+def _place(cur: _EventCall, start: Any, end: Any) -> None:
+    """Place a window just read on the GPU's timeline (capture/gpuwindows.py): against the
+    timing's anchor, made at its first read that finds the stream idle."""
+    from nsightwrap.capture import gpuwindows
+
+    if cur.cap is None:
+        return
+    if cur.clock is None:
+        torch = sys.modules.get("torch")
+        anchor = gpuwindows.idle_anchor(torch) if torch is not None else None
+        if anchor is None:
+            return
+        cur.clock = gpuwindows.WindowList(anchor)
+    cur.clock.add_pair(start, end)
+    cur.cap.clock_windows = cur.clock.doc()
 
 
 _SITES: EventSites | None = None
@@ -360,6 +379,8 @@ def patch_event(Event: Any) -> None:
                 if w is not None and w.read_ms is None:
                     w.read_ms = float(ms)
                     w.sink.read(w, float(ms))
+                    if state._LAYER.plain_clock and isinstance(w.data, _EventCall):
+                        _place(w.data, self, end_event)
         return ms
 
     state.patch(Event, "__new__", staticmethod(__new__))

@@ -78,6 +78,8 @@ class Capture:
     method: dict[str, Any] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     status: str = "running"  # running, ok, incomplete (the process ended mid-way)
+    #: Where its windows lie on the GPU's timeline, for the plain pass's clock (capture/gpuwindows.py).
+    clock_windows: dict[str, Any] | None = None
 
     @property
     def nvtx_path(self) -> str:
@@ -101,6 +103,7 @@ class Capture:
             "gbps": None, "source": self.source(), "user_value_ns": self.user_value_ns,
             "returned": self.returned, "details": self.details, "status": self.status,
             "window_s": [self.t_start, self.t_end if self.t_end is not None else time.time()],
+            **({"clock_windows": self.clock_windows} if self.clock_windows else {}),
         })  # fmt: skip
 
 
@@ -196,6 +199,14 @@ class Layer:
     def ranges_on(self) -> bool:
         """NVTX ranges are opened only where a profiler listens (the ncu and nsys passes)."""
         return self.pass_name in (contract.PASS_NCU, contract.PASS_NSYS)
+
+    @property
+    def plain_clock(self) -> bool:
+        """The plain pass runs under nsys sampling the GPU's clock: timings get anchors and
+        their windows' places on the GPU's timeline (capture/gpuwindows.py)."""
+        from nsightwrap.capture.gpuwindows import enabled
+
+        return enabled(self.pass_name)
 
     @property
     def records(self) -> bool:

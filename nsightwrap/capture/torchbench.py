@@ -20,9 +20,10 @@ from __future__ import annotations
 import functools
 import statistics
 import sys
+import time
 from typing import Any
 
-from nsightwrap.capture import ranges
+from nsightwrap.capture import gpuwindows, ranges
 from nsightwrap.capture.state import Capture, Layer, guarded, layer, over_cap, patch, site_of
 
 METHODS = ("timeit", "blocked_autorange", "adaptive_autorange")
@@ -39,6 +40,9 @@ class _Ctx:
         self.blocks: list[tuple[str, int, float]] = []  # (phase, number, seconds)
         self.measured = 0
         self.warm = 0
+        #: Measured blocks' host times (monotonic ns), where the plain pass samples its clock.
+        self.spans: list[tuple[int, int]] | None = None
+        self.anchor: Any = None
 
     def phase(self) -> str:
         if self.estimating:
@@ -79,8 +83,6 @@ class _InnerProxy:
         ctx, inner = self._ctx, self._inner
         phase = ctx.phase()
         if phase == "measure" and ctx.cap is not None and not any(b[0] == "measure" for b in ctx.blocks):
-            import time
-
             ctx.cap.t_start = time.time()  # the measured blocks start here
         swap = None
         if ctx.L.ranges_on and ctx.cap is not None and hasattr(inner, "timer"):
@@ -90,8 +92,13 @@ class _InnerProxy:
                 label, ctx.warm = f"warm{ctx.warm}", ctx.warm + 1
             swap = inner.timer
             inner.timer = _RangeTimer(swap, label)
+        spans = ctx.spans if phase == "measure" else None
+        t0 = time.monotonic_ns() if spans is not None else 0
         try:
             t = inner.timeit(number)
+            if spans is not None:
+                # The block's timer synchronized before and after: its host span holds its work.
+                spans.append((t0, time.monotonic_ns()))
         finally:
             if swap is not None:
                 rt = inner.timer
@@ -143,6 +150,12 @@ def _make(orig: Any, method: str) -> Any:
         with guarded("torch_benchmark"):
             args, kwargs = _shorten(orig, method, self, args, kwargs, L.loop_cap_ms, cap)
         ctx = _Ctx(L, cap, method)
+        torch = sys.modules.get("torch") if L.plain_clock else None
+        if torch is not None:
+            with guarded("torch_benchmark anchor"):
+                # The Timer synchronizes before its first block anyway (capture/gpuwindows.py).
+                ctx.anchor = gpuwindows.make_anchor(torch)
+                ctx.spans = [] if ctx.anchor is not None else None
         inner = self._timer
         self._timer = _InnerProxy(inner, ctx)
         self._nw_ctx = ctx
@@ -216,6 +229,8 @@ def _finish(L: Layer, cap: Capture, timer: Any, ctx: _Ctx, m: Any) -> None:
     })  # fmt: skip
     cap.details.update(_task_details(timer))
     cap.details["value"] = "Measurement.median (per run)"
+    if ctx.anchor is not None and ctx.spans:
+        cap.clock_windows = gpuwindows.host_windows(ctx.anchor, ctx.spans)
     L.finish(cap)
 
 

@@ -18,13 +18,14 @@ are, and their event windows are ignored.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import statistics
 import sys
 from typing import Any
 
-from nsightwrap.capture import ranges
+from nsightwrap.capture import gpuwindows, ranges
 from nsightwrap.capture.events import SUPPRESS, Sink, Window, bare_events, sinks
 from nsightwrap.capture.state import Capture, Layer, guarded, layer, over_cap, patch, site_of
 
@@ -229,8 +230,16 @@ def _plain(L: Layer, cap: Capture, p: dict[str, Any], orig: Any, summarize: Any)
     deep the queue ran)."""
     sk = sinks(L)
     sk.append(SUPPRESS)
+    torch = sys.modules.get("torch") if L.plain_clock else None
+    anchor = None
+    if torch is not None:
+        with guarded("do_bench anchor"):
+            # do_bench synchronizes after its first call anyway: an anchor on the idle device
+            # before it costs the timing nothing (capture/gpuwindows.py).
+            anchor = gpuwindows.make_anchor(torch)
+    collector = gpuwindows.EventCollector(torch) if anchor is not None else None
     try:
-        with bare_events() as bare:
+        with bare_events() as bare, (collector if collector is not None else contextlib.nullcontext()):
             times = orig(p["fn"], warmup=p.get("warmup", 25), rep=p.get("rep", 100),
                          grad_to_none=p.get("grad_to_none"), quantiles=None, return_mode="all")  # fmt: skip
     except BaseException as exc:
@@ -251,6 +260,8 @@ def _plain(L: Layer, cap: Capture, p: dict[str, Any], orig: Any, summarize: Any)
         sink.estimate_read_alone = _has_estimate(orig)
         sink.queued = len(times)
         cap.method["event_hooks"] = "out" if bare else "suppressed"  # in triton's loop (bare_events)
+        if anchor is not None and collector is not None:
+            cap.clock_windows = gpuwindows.gpu_windows(anchor, collector.timed_pairs(len(times)))
         _finish(L, cap, {**p}, "do_bench", sink, ret, raw_ms=[float(t) for t in times])
     return ret
 

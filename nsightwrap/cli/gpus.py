@@ -132,6 +132,9 @@ def _jobs(g: GpuRun, slots: Sequence[GpuSlot], root: Path, invoked: Sequence[str
         argv = [
             sys.executable, "-m", "nsightwrap", *root_opts, "profile", *opts,
             "--shard", f"{i}/{n}", "--shard-by", g.shard_by, *(["--replicate"] if g.replicate else []),
+            # Shards' plain passes run at once, and nsys samples one GPU's metrics for one
+            # session at a time: their clocks come from their nsys passes.
+            *(["--no-plain-clock"] if n > 1 else []),
             "-o", str(run_dir), "--no-analyze", "--", *g.target,
         ]  # fmt: skip
         # Its own GPU, and its own TMPDIR: ncu serializes profiling on a host through

@@ -513,6 +513,17 @@ def profile_command(
             "clock (docs/reconciliation.md).",
         ),
     ] = False,
+    plain_clock: Annotated[
+        bool,
+        typer.Option(
+            "--plain-clock/--no-plain-clock",
+            help="Run the plain pass under nsys sampling the GPU's clock (GPU metrics and NVTX only, no CUDA "
+            "trace), so that every loop's SM clock is measured in the plain pass itself, where its timing was "
+            "made. On by default where nsys can sample GPU metrics (and not with --no-gpu-metrics); "
+            "--no-plain-clock runs the plain pass bare, and a loop's clock then comes from the nsys pass where "
+            "that ran it at the plain pass's pace (docs/profile.md, \"The plain pass's own clock\").",
+        ),
+    ] = True,
     shard: Annotated[
         str | None,
         typer.Option("--shard", metavar="I/N", help="Time only shard I (0 to N-1) of the benchmarks (docs/cluster.md)."),
@@ -577,7 +588,7 @@ def profile_command(
         gpu_metrics=not no_gpu_metrics, ncu_kernel_cap=ncu_kernel_cap, budget_s=budget,
         base_pass=_sweep_choice("--base-pass", base_pass),
         duration_pass=_sweep_choice("--duration-pass", duration_pass), nsys_loop_ms=nsys_loop_ms,
-        ncu_counters_cap=ncu_counters_cap, early_start=early_start,
+        ncu_counters_cap=ncu_counters_cap, early_start=early_start, plain_clock=plain_clock,
     )  # fmt: skip
     if gpus is not None:
         g = GpuRun(gpus, s.target, target_tokens, output, replicate, shard_by, allow_failed_shards, quiet,

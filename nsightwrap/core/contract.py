@@ -31,6 +31,10 @@ ENV_SHARD = "NSIGHTWRAP_SHARD"
 #: ``hash`` (sha1 of the benchmark's key).
 ENV_SHARD_BY = "NSIGHTWRAP_SHARD_BY"
 
+#: ``1``: the plain pass runs under nsys sampling the GPU's clock, with no CUDA trace; the capture
+#: layer then places each timing's windows on the GPU's timeline (capture/gpuwindows.py).
+ENV_PLAIN_CLOCK = "NSIGHTWRAP_PLAIN_CLOCK"
+
 PASS_PLAIN = "plain"
 PASS_NCU = "ncu"
 PASS_NSYS = "nsys"

@@ -93,6 +93,19 @@ class RunLayout:
         return self.pass_dir(PASS_PLAIN) / "smi_samples.csv"
 
     @property
+    def plain_clock_base(self) -> Path:
+        """The plain pass's GPU-metrics capture (nsys, no CUDA trace), without suffix."""
+        return self.pass_dir(PASS_PLAIN) / "clock"
+
+    @property
+    def plain_clock_rep(self) -> Path:
+        return self.pass_dir(PASS_PLAIN) / "clock.nsys-rep"
+
+    @property
+    def plain_clock_sqlite(self) -> Path:
+        return _plain_or_gz(self.pass_dir(PASS_PLAIN) / "clock.sqlite")
+
+    @property
     def startup_file(self) -> Path:
         """What the plain pass's first Python process imported, for the passes started early
         (``contract.ENV_STARTUP_FILE``)."""

@@ -254,6 +254,18 @@ def nsys_argv(
     return argv
 
 
+def plain_clock_argv(nsys: str, report_base: Path) -> list[str]:
+    """The ``nsys profile`` the plain pass runs under to measure its own SM clock: GPU-metrics
+    sampling and NVTX only, no CUDA trace (which slows launch-bound loops 1.07-5.6x and so moves
+    their clock), no CPU sampling. The capture layer places each timing's windows on the GPU's
+    timeline against anchors it records in NVTX (capture/gpuwindows.py)."""
+    return [
+        nsys, "profile", "-t", "nvtx", "-s", "none", "--cpuctxsw=none",
+        f"--gpu-metrics-devices={GPU_METRICS_DEVICES}", f"--gpu-metrics-frequency={GPU_METRICS_HZ}",
+        "-o", str(report_base), "-f", "true",
+    ]  # fmt: skip
+
+
 def nsys_export_argv(nsys: str, rep: Path, sqlite: Path) -> list[str]:
     """``nsys export --type sqlite`` of a .nsys-rep (the parsers read the SQLite file)."""
     return [nsys, "export", "--type", "sqlite", "-o", str(sqlite), "-f", "true", str(rep)]

@@ -65,3 +65,34 @@ def export_nsys_sqlite(rep: str | Path, tool_path: str | None = None) -> Path:
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     return lines[-1] if lines else ""
+
+
+def keep_clock_only(full: Path, out: Path) -> None:
+    """Copy an NVTX + GPU-metrics export into ``out`` with only the GPC clock kept of its GPU
+    metrics: at 20 kHz nsys stores some twenty metrics per sample, a few hundred MB for a minute
+    of sampling, of which the analysis reads the clock alone. The ``.nsys-rep`` it came from
+    keeps everything."""
+    import sqlite3
+
+    tmp = out.with_name(out.name + ".part")
+    tmp.unlink(missing_ok=True)
+    con = sqlite3.connect(full)
+    try:
+        con.execute("ATTACH DATABASE ? AS small", (str(tmp),))
+        tables = [r[0] for r in con.execute("SELECT name FROM main.sqlite_master WHERE type='table'")]
+        for name in tables:
+            if name.startswith("sqlite_"):
+                continue
+            q = '"' + name.replace('"', '""') + '"'
+            if name == "GPU_METRICS" and "TARGET_INFO_GPU_METRICS" in tables:
+                con.execute(
+                    f"CREATE TABLE small.{q} AS SELECT * FROM main.{q} WHERE metricId IN "
+                    "(SELECT metricId FROM main.TARGET_INFO_GPU_METRICS WHERE metricName LIKE 'GPC Clock%')"
+                )
+            else:
+                con.execute(f"CREATE TABLE small.{q} AS SELECT * FROM main.{q}")
+        con.commit()
+        con.execute("DETACH DATABASE small")
+    finally:
+        con.close()
+    os.replace(tmp, out)

@@ -13,6 +13,7 @@ import re
 import shlex
 import shutil
 import signal
+import sqlite3
 import sys
 import threading
 import time
@@ -30,6 +31,7 @@ from nsightwrap.core.contract import (
     ENV_GO_OWNER,
     ENV_NCU_ITERS,
     ENV_NSYS_LOOP_MS,
+    ENV_PLAIN_CLOCK,
     ENV_PREIMPORT,
     ENV_STARTUP_FILE,
     NSYS_LOOP_MS,
@@ -56,9 +58,11 @@ from nsightwrap.run.launch import (
     nsys_argv,
     nsys_export_argv,
     pass_env,
+    plain_clock_argv,
     probe,
     run_command,
 )
+from nsightwrap.run.nsys_export import keep_clock_only
 from nsightwrap.run.rundir import (
     CLOCK_SWEEP_PASS,
     DURATION_PASS,
@@ -146,6 +150,9 @@ class Settings:
     clock_sweep: bool = True
     #: Sample the GPU's counters in the nsys pass (the GPC clock: each benchmark's measured clock).
     gpu_metrics: bool = True
+    #: ``--plain-clock`` (default): run the plain pass under nsys sampling the GPU's clock, with no
+    #: CUDA trace, so that every timing's own clock is measured in the plain pass itself.
+    plain_clock: bool = True
     #: ``--ncu-kernel-cap N``: profile at most N instances of each distinct kernel launch
     #: configuration in the ncu passes (ncu's ``--filter-mode per-launch-config --launch-count N``);
     #: 0: no cap. The analysis carries the launches left out (analysis/ncusample.py).
@@ -180,6 +187,7 @@ class Settings:
             "labels": dict(self.labels), "ncu_kernel_cap": self.ncu_kernel_cap, "budget_s": self.budget_s,
             "base_pass": self.base_pass, "duration_pass": self.duration_pass, "nsys_loop_ms": self.nsys_loop_ms,
             "ncu_counters_cap": self.counters_cap, "ncu_sweep_cap": self.sweep_cap, "early_start": self.early_start,
+            "plain_clock": self.plain_clock,
         }  # fmt: skip
 
     @property
@@ -282,6 +290,10 @@ class Profiler:
         #: nsys can sample the GPU's counters (``--gpu-metrics-devices``) and the user did not turn it off.
         self.nsys_gpu_metrics = False
         self.zero_kernels = False
+        #: The plain pass samples the GPU's clock under nsys (``Settings.plain_clock`` and an nsys
+        #: that can sample GPU metrics), and the export of that capture while it runs.
+        self.plain_clock = False
+        self.plain_export: Running | None = None
         #: The nsys export while it runs beside the next pass (``nsys(export_beside=True)``), with
         #: the nsys pass's environment and profile commands, until ``finish_nsys``.
         self.export: tuple[Running, dict[str, str], list[CommandResult]] | None = None
@@ -462,16 +474,70 @@ class Profiler:
         env = pass_env(self.layout.root, PASS_PLAIN, self._target_env())
         smi = self.tools.get("nvidia-smi")
         startup = {ENV_STARTUP_FILE: str(self.layout.startup_file)} if self.s.capture and self.s.early_start else {}
-        with SmiSampler(smi.path if smi else None, self.layout.smi_samples) as sampler:
-            res = self._run(PASS_PLAIN, list(self.s.argv), {**env, **startup}, deadline)
+        L = self.layout
+        clock = self.plain_clock and PASS_NSYS in self.tools
+        argv = [*plain_clock_argv(self.tools[PASS_NSYS].path, L.plain_clock_base), *self.s.argv] if clock else list(self.s.argv)
+        if clock:
+            env[ENV_PLAIN_CLOCK] = "1"
+        with SmiSampler(smi.path if smi else None, L.smi_samples) as sampler:
+            cmds = [self._run(PASS_PLAIN, argv, {**env, **startup}, deadline)]
+            res = cmds[0]
+            if clock and res.status == "failed" and not self.interrupted and not L.plain_clock_rep.is_file():
+                # nsys wrote no capture: it could not sample (no access to the GPU's counters, or
+                # another profiler holds them) and the target may never have run. Once more
+                # without it: the plain pass is what every figure rests on.
+                self.display.warn(
+                    "plain pass: nsys could not sample the GPU's clock (see plain/stderr.log); running the "
+                    "plain pass again without it: the loops' clocks are not measured in the plain pass"
+                )
+                env.pop(ENV_PLAIN_CLOCK, None)
+                clock = False
+                res = self._run(PASS_PLAIN, list(self.s.argv), {**env, **startup}, deadline, "retry.")
+                cmds.append(res)
         self.sampler = sampler.record
+        if clock and L.plain_clock_rep.is_file() and not self.interrupted:
+            # CPU work on the capture alone: it runs beside the next pass, and finish_plain_clock
+            # waits for it before the analysis.
+            out, err = L.logs(PASS_PLAIN, "clock-export.")
+            export = nsys_export_argv(self.tools[PASS_NSYS].path, L.plain_clock_rep, self._plain_clock_full())
+            self.plain_export = Running(Command(tuple(export), self.cwd, str(out), str(err), {}, None))
         self.preimports = self.read_preimports()
         if sampler.record.status in ("failed", "skipped") and sampler.record.message:
             self.display.warn(f"clock sampler: {sampler.record.message}")
         p = self._command_problem(PASS_PLAIN, "the target", res)
         problems = [p] if p else []
         self.problems += problems
-        return self._record(PASS_PLAIN, self._status_of(res, problems), env, [res])
+        return self._record(PASS_PLAIN, self._status_of(res, problems), env, cmds)
+
+    def _plain_clock_full(self) -> Path:
+        """Where the plain pass's clock capture is exported whole, before ``keep_clock_only``."""
+        return self.layout.pass_dir(PASS_PLAIN) / "clock.full.sqlite"
+
+    def finish_plain_clock(self, stop: bool = False) -> None:
+        """Wait for the export of the plain pass's clock capture (``stop``: stop it) and add it
+        to the plain pass's record. A failed export costs the plain pass's clock, never the
+        pass: the analysis then says the clock was not measured."""
+        if self.plain_export is None:
+            return
+        running, self.plain_export = self.plain_export, None
+        res = running.stop() if stop else running.wait()
+        rec = self.records.get(PASS_PLAIN)
+        full = self._plain_clock_full()
+        if res.status != "ok" and not stop:
+            self.display.warn(
+                f"plain pass: nsys export of the clock capture failed (see {res.stderr}): "
+                "the loops' clocks are not measured in the plain pass"
+            )
+        elif res.status == "ok" and full.is_file():
+            try:
+                keep_clock_only(full, self.layout.pass_dir(PASS_PLAIN) / "clock.sqlite")
+                full.unlink()
+            except (OSError, sqlite3.Error) as exc:
+                self.display.warn(f"plain pass: could not cut the clock capture's export down ({exc}); kept whole")
+                os.replace(full, self.layout.pass_dir(PASS_PLAIN) / "clock.sqlite")
+        if rec is not None:
+            res = replace(res, stdout=self._rel(res.stdout), stderr=self._rel(res.stderr))
+            self.records[PASS_PLAIN] = replace(rec, commands=(*rec.commands, res), files=tuple(self.layout.files(PASS_PLAIN)))
 
     def ncu(self, deadline: float | None) -> PassRecord:
         ncu = self.tools[PASS_NCU]
@@ -733,6 +799,12 @@ def find_tools(
                 raise
             display.warn(f"{exc}; skipping the {name} pass")
             skipped.append(name)
+    if PASS_NSYS not in s.passes and PASS_PLAIN in s.passes and s.plain_clock and s.gpu_metrics:
+        # No nsys pass, but the plain pass samples its clock under nsys where one is there.
+        try:
+            tools[PASS_NSYS] = find_tool(PASS_NSYS, nsys)
+        except ToolNotFound:
+            pass
     smi = find_optional("nvidia-smi")
     if smi:
         tools["nvidia-smi"] = smi
@@ -1090,6 +1162,7 @@ def run_passes(
         with sigterm_as_interrupt():
             tools, gpu, (prof.nsys_event_flag, metrics_flag), note = capture_env(layout, tools)
             prof.nsys_gpu_metrics = s.gpu_metrics and metrics_flag
+            prof.plain_clock = s.plain_clock and s.gpu_metrics and metrics_flag
             prof.tools = tools
             if note:
                 display.warn(note)
@@ -1137,6 +1210,7 @@ def run_passes(
     finally:
         prof.drop_all()
         finish_nsys(prof, display, plan, stop=True)
+        prof.finish_plain_clock(stop=prof.interrupted)
         for name in s.passes:
             prof.records.setdefault(name, PassRecord(name, "skipped", message="interrupted"))
         problems = [

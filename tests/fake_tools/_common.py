@@ -4,7 +4,9 @@ misbehaviour switch.
 ``FAKE_TOOLS_MODE`` holds comma-separated words that select a misbehaviour, e.g.
 ``ncu-perm`` (ERR_NVGPUCTRPERM), ``ncu-zero`` (no kernel matches), ``nsys-qdstrm`` (importer
 failure, only a .qdstrm left), ``importer-libdw`` (QdstrmImporter lacks libdw.so.1),
-``nsys-no-event-flag`` (an nsys without --cuda-event-trace), ``nsys-export-fail`` (the export
+``nsys-no-event-flag`` (an nsys without --cuda-event-trace), ``nsys-gpu-metrics`` (an nsys that
+lists --gpu-metrics-devices: the plain pass then runs under it), ``nsys-metrics-fail`` (with GPU
+metrics asked, nsys stops before the target: no access to the counters), ``nsys-export-fail`` (the export
 fails, half written), ``smi-fail``.
 Each fake appends its argv to ``$FAKE_TOOLS_LOG`` (one JSON list per line) when that is set.
 """

@@ -14,6 +14,7 @@ case $name in
   capture_overhead) defaults="--mode both --rounds 10 --pairs 16 --processes 2 --json {out}/capture_overhead.json" ;;
   profile_overhead) defaults="--repeat 2 --zero-change examples/blog_do_bench.py --repeats 10 --rep 10" ;;
   power_trace) defaults="{out}/trace.json" ;;
+  plain_clock_cost) defaults="--rounds 3 --json {out}/plain-clock-cost.json" ;;
   *) defaults="" ;;
 esac
 args=${ARGS:-$defaults}

@@ -16,6 +16,7 @@ case $name in
   ncu_gap) defaults="--rounds 3" ;;
   order_study) defaults="--rounds 6" ;;
   placement_study) defaults="--placements 16 --plain-runs 2 --ncu-runs 2 --ncu-iters 30" ;;
+  plain_clock_study) defaults="--rounds 3" ;;
   warmup_study) defaults="--rounds 4" ;;
   window_study) defaults="--rounds 8" ;;
   *) defaults="" ;;

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# GPU job: the user-style scripts of studies/userscripts/ profiled unmodified (SCRIPTS picks them,
+# PROFILE_ARGS adds options, LIMIT_EACH bounds each profile), each also run plain CONTROL times
+# (default 1) as a noise control; run directories come back with GPU_METRICS cut to the GPC clock.
+set -u
+: "${JOB_OUT:?JOB_OUT must be set}"
+export PATH="/usr/local/cuda/bin:$PATH"
+mkdir -p "$JOB_OUT/runs"
+nvidia-smi --query-gpu=name,uuid,clocks.sm,temperature.gpu,power.draw --format=csv,noheader
+for s in ${SCRIPTS:-small_things matmul_autotune softmax_perf_report}; do
+  for c in $(seq 1 "${CONTROL:-1}"); do
+    t0=$(date +%s)
+    timeout -k 5 "${LIMIT_EACH:-240}" python3 "studies/userscripts/$s.py" > "$JOB_OUT/$s.plain$c.log" 2>&1
+    echo "plain $s #$c rc=$? wall=$(( $(date +%s) - t0 ))s"
+  done
+  t0=$(date +%s)
+  timeout -k 5 "${LIMIT_EACH:-240}" python3 -m nsightwrap profile -q ${PROFILE_ARGS:-} -o "$JOB_OUT/runs/$s" "studies/userscripts/$s.py" \
+    > "$JOB_OUT/$s.profile.log" 2>&1
+  echo "profile $s rc=$? wall=$(( $(date +%s) - t0 ))s"
+  tail -n 3 "$JOB_OUT/$s.profile.log" | cut -c1-300
+done
+for d in "$JOB_OUT"/runs/*/; do
+  d=${d%/}
+  python3 -m nsightwrap report "$d" --format json -o "$d.report.json" > /dev/null 2>&1; echo "report json $(basename "$d") rc=$?"
+  python3 -m nsightwrap report "$d" --format md -o "$d.report.md" > /dev/null 2>&1
+  COLUMNS=220 python3 -m nsightwrap report "$d" --format table > "$d.report.txt" 2>&1
+  sq="$d/nsys/report.sqlite"
+  if [ -f "$sq" ]; then
+    python3 - "$sq" <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+try:
+    ids = [r[0] for r in con.execute("SELECT DISTINCT metricId FROM TARGET_INFO_GPU_METRICS WHERE metricName LIKE 'GPC Clock%' OR metricName LIKE 'SYS Clock%'")]
+    con.execute(f"DELETE FROM GPU_METRICS WHERE metricId NOT IN ({','.join(map(str, ids)) or -1})")
+    con.commit(); con.execute("VACUUM")
+except sqlite3.Error as exc:
+    print(sys.argv[1], "no GPU metrics:", exc)
+PY
+    gzip -9 "$sq"
+  fi
+  for r in "$d"/*/report.ncu-rep; do [ -f "$r" ] && gzip -9 "$r"; done
+  find "$d" -name '*.nsys-rep' -delete
+done
+du -sh "$JOB_OUT"/runs/* 2>/dev/null
