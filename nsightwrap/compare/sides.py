@@ -162,12 +162,18 @@ def _power_facts(entry: Mapping[str, Any]) -> tuple[float | None, tuple[str, ...
     if not isinstance(power, Mapping):
         return None, None
     steady = power.get("steady")
-    mean = steady.get("mean_w") if isinstance(steady, Mapping) else power.get("mean_w")
-    ok = isinstance(mean, (int, float)) and not isinstance(mean, bool) and math.isfinite(mean) and mean > 0
+    mean = _finite(steady.get("mean_w") if isinstance(steady, Mapping) else power.get("mean_w"))
     # The power record's reasons cover the whole energy window; the timer's own, its samples.
     names = {str(r) for src in (power, entry) if isinstance(src.get("throttle_reasons"), list)
              for r in src["throttle_reasons"]}  # fmt: skip
-    return (float(mean) if ok else None), tuple(sorted(names))
+    return (mean if mean is not None and mean > 0 else None), tuple(sorted(names))
+
+
+def _finite(v: Any) -> float | None:
+    """``v`` as a float where it is a finite number (not a bool), else None."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return float(v)
 
 
 def _elasticity(entry: Mapping[str, Any]) -> tuple[float | None, str | None]:
@@ -183,13 +189,11 @@ def _elasticity(entry: Mapping[str, Any]) -> tuple[float | None, str | None]:
     for k in kernels:
         if not isinstance(k, Mapping):
             continue
-        e, d = k.get("elasticity"), k.get("duration_ns")
-        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in (e, d)):
-            continue
-        if d <= 0:
+        e, d = _finite(k.get("elasticity")), _finite(k.get("duration_ns"))
+        if e is None or d is None or d <= 0:
             continue
         total += d
-        weighted += d * min(max(float(e), 0.0), 1.0)
+        weighted += d * min(max(e, 0.0), 1.0)
         measured = measured and k.get("elasticity_source") == "measured"
     if total <= 0:
         return None, None
