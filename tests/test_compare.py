@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nsightwrap.compare.clock_cause import Cause
 from nsightwrap.compare.stats import (
     PRESETS,
     Reason,
@@ -90,15 +91,52 @@ def test_ten_percent_slower_is_slower_in_time_and_cycles() -> None:
     assert v.p_value is not None and v.p_value < 1e-6
 
 
-def test_slowdown_explained_by_a_lower_clock_is_not_a_regression() -> None:
-    # Time +10% while the SM clock is 10% lower: cycles are unchanged (1.1 * 0.9 = 0.99).
+def test_slowdown_explained_by_a_thermal_clock_drop_is_not_a_regression() -> None:
+    # Time +10% while the SM clock is 10% lower for heat: cycles are unchanged (1.1 * 0.9 = 0.99).
+    base = replace(samples(noisy(285e3, 0.01, seed=1), 1.98e9), throttle_reasons=())
+    cur = replace(samples(noisy(285e3 * 1.10, 0.01, seed=2), 1.98e9 * 0.9), throttle_reasons=("sw_thermal",))
+    v = judge(base, cur)
+    assert v.verdict is Verdict.SAME
+    assert v.reason is Reason.CLOCK_ONLY
+    assert "1.98 GHz -> 1.78 GHz" in v.message and "held down for heat (sw_thermal)" in v.message
+    assert v.cycles_ratio is not None and abs(v.cycles_ratio.estimate - 0.99) < 0.01
+    assert v.clock_cause is not None and v.clock_cause.cause is Cause.ENVIRONMENT
+
+
+def test_a_clock_drop_nothing_attributes_follows_time() -> None:
+    # The same +10% at a 10% lower clock, but no power record: whose clock change it was is
+    # unknown, and the verdict follows time; the message still names the clock.
     v = judge(
         samples(noisy(285e3, 0.01, seed=1), 1.98e9), samples(noisy(285e3 * 1.10, 0.01, seed=2), 1.98e9 * 0.9)
     )
-    assert v.verdict is Verdict.SAME
-    assert v.reason is Reason.CLOCK_ONLY
-    assert "1.98 GHz -> 1.78 GHz" in v.message
-    assert v.cycles_ratio is not None and abs(v.cycles_ratio.estimate - 0.99) < 0.01
+    assert (v.verdict, v.reason) == (Verdict.SLOWER, Reason.CLOCK_UNATTRIBUTED)
+    assert "1.98 GHz -> 1.78 GHz" in v.message and "no energy per call recorded" in v.message
+    assert v.elasticity_source == "assumed" and "e = 1 taken" in v.message
+
+
+def test_a_memory_bound_benchmark_is_not_excused_by_a_lower_clock() -> None:
+    # Elasticity 0 (its time does not follow the SM clock): +10% at a 10% lower, thermal clock
+    # is +10% at the baseline's clock too, a regression; with e = 1 it would be clock_only.
+    base = replace(samples(noisy(50e3, 0.005, seed=1), 1.98e9), throttle_reasons=(), elasticity=0.0,
+                   elasticity_source="measured")  # fmt: skip
+    cur = replace(samples(noisy(55e3, 0.005, seed=2), 1.98e9 * 0.9), throttle_reasons=("sw_thermal",))
+    v = judge(base, cur)
+    assert (v.verdict, v.reason) == (Verdict.SLOWER, Reason.REGRESSION), v.message
+    assert v.elasticity == 0.0 and v.elasticity_source == "measured"
+    assert v.carried_ratio is not None and v.carried_ratio.low > 1.05
+    assert "clock elasticity 0.00, measured" in v.message
+    compute = judge(replace(base, elasticity=1.0), replace(cur, elasticity=1.0))
+    assert compute.reason is Reason.CLOCK_ONLY
+
+
+def test_elasticity_carries_a_partly_clock_bound_benchmark() -> None:
+    # e = 0.5: at a clock 0.9x, time ~ 0.9 ** -0.5 = 1.054; the current run is exactly that.
+    base = replace(samples(noisy(100e3, 0.002, seed=1), 1.9e9), throttle_reasons=(), elasticity=0.5)
+    cur = replace(samples(noisy(100e3 * 0.9**-0.5, 0.002, seed=2), 1.9e9 * 0.9), throttle_reasons=("hw_slowdown",),
+                  elasticity=0.5)  # fmt: skip
+    v = judge(base, cur, replace(PRESETS["default"], threshold=0.03))
+    assert v.carried_ratio is not None and v.carried_ratio.estimate == pytest.approx(1.0, abs=0.005)
+    assert (v.verdict, v.reason) == (Verdict.SAME, Reason.CLOCK_ONLY), v.message
 
 
 def test_heavy_noise_is_ambiguous() -> None:
@@ -134,8 +172,10 @@ def test_cycles_moving_less_than_time_is_ambiguous() -> None:
     base = Samples("b", (), tuple(base_t), tuple(base_t * 1.9), 1.9e9)
     # cycles +6% but too noisy to tell: part of the slowdown follows the clock.
     cur = Samples("b", (), tuple(cur_t), tuple(noisy(100e3 * 1.9 * 1.06, 0.08, seed=3)), 1.8e9)
-    v = judge(base, cur)
+    v = judge(replace(base, throttle_reasons=()), replace(cur, throttle_reasons=("hw_thermal",)))
     assert (v.verdict, v.reason) == (Verdict.AMBIGUOUS, Reason.CLOCK_PARTIAL)
+    # Without a record of whose clock change it was, the verdict follows time.
+    assert (judge(base, cur).verdict, judge(base, cur).reason) == (Verdict.SLOWER, Reason.CLOCK_UNATTRIBUTED)
 
 
 def test_change_just_past_the_threshold_with_a_steady_clock_is_not_blamed_on_the_clock() -> None:
@@ -144,7 +184,7 @@ def test_change_just_past_the_threshold_with_a_steady_clock_is_not_blamed_on_the
     base = Samples("b", (), tuple(base_t), tuple(base_t * 1.9), 1.9e9)
     # clock 1% lower: cycles +4.5%, within the threshold, but the clock explains only ~1 point of 5.5
     cur = Samples("b", (), tuple(cur_t), tuple(cur_t * 1.9 * 1.045 / 1.055), 1.9e9 * 1.045 / 1.055)
-    v = judge(base, cur)
+    v = judge(replace(base, throttle_reasons=()), replace(cur, throttle_reasons=("sw_thermal",)))
     assert (v.verdict, v.reason) == (Verdict.AMBIGUOUS, Reason.CLOCK_PARTIAL)
 
 
@@ -153,7 +193,7 @@ def test_time_same_but_cycles_moved_is_same_with_its_own_reason() -> None:
     t = noisy(100e3, 0.002, seed=1)
     v = judge(samples(t, 1.8e9), samples(noisy(100e3, 0.002, seed=2), 1.98e9))
     assert (v.verdict, v.reason) == (Verdict.SAME, Reason.CYCLES_DIFFER)
-    assert "cycles +10.0%" in v.message and "1.80 GHz -> 1.98 GHz" in v.message
+    assert "at the baseline's clock +10.0%" in v.message and "1.80 GHz -> 1.98 GHz" in v.message
 
 
 def test_small_significant_change_depends_on_the_threshold() -> None:

@@ -34,11 +34,13 @@ def write_run(
     n: int = 40,
     benches: dict[str, tuple[float, bool]] | None = None,
     params: dict[str, Any] | None = None,
+    throttle_reasons: list[str] | None = None,
 ) -> Path:
     """A run directory holding only a plain-pass timer sidecar, shaped like the timer's.
 
     Samples: 0.5% noise, 5% outliers (x1.3), and a run-to-run offset of 0.5%; compute-bound
     benchmarks run slower at a lower clock (time ~ 1/clock), memory-bound ones do not.
+    ``throttle_reasons``: a power record with those NVML reasons (no energy samples).
     """
     rng = np.random.default_rng(seed)
     out = []
@@ -69,6 +71,7 @@ def write_run(
                 "method": {"flush_l2": True, "hold_queue": True, "cuda_graph": False, "overhead_ns": 1300.0},
                 "flops": None,
                 "bytes": None,
+                **({"power": {"throttle_reasons": throttle_reasons}} if throttle_reasons is not None else {}),
             }
         )
     doc = {
@@ -111,7 +114,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "a": write_run(d / "a", seed=1),
         "a2": write_run(d / "a2", seed=2),
         "slow": write_run(d / "slow", seed=3, scale={"gemm_large": 1.10}),
-        "lowclock": write_run(d / "lowclock", seed=4, clock_hz=1.9e9 / 1.1),
+        # A clock 10% lower for heat: the environment's, not the code's.
+        "lowclock": write_run(d / "lowclock", seed=4, clock_hz=1.9e9 / 1.1, throttle_reasons=["sw_thermal"]),
         "other_gpu": write_run(d / "other_gpu", seed=5, gpu="NVIDIA A100-SXM4-80GB"),
         "weird_a": write_run(d / "weird_a", seed=6, benches=weird),
         "weird_b": write_run(
@@ -126,7 +130,7 @@ def test_regression_fails_with_exit_1_and_no_fail_exits_0(runs: dict[str, Path])
     r = nw(runs["a"], runs["slow"], "--format", "json")
     assert r.returncode == 1, r.stderr
     doc = json.loads(r.stdout)
-    assert (doc["format"], doc["version"]) == ("nsightwrap-compare", 1)
+    assert (doc["format"], doc["version"]) == ("nsightwrap-compare", 2)
     verdicts = {b["benchmark"]: (b["verdict"], b["reason"]) for b in doc["benchmarks"]}
     assert verdicts == {
         "gemm_large": ("SLOWER", "regression"),
@@ -158,6 +162,8 @@ def test_lower_clock_is_reported_as_clock_only(
     for name in ("gemm_large", "gemm_skinny", "mm_small"):
         assert (by[name]["verdict"], by[name]["reason"]) == ("SAME", "clock_only"), by[name]["message"]
         assert "1.90 GHz -> 1.73 GHz" in by[name]["message"]
+        assert (by[name]["clock_cause"], by[name]["clock_evidence"]) == (
+            "environment", "the current run was held down for heat (sw_thermal)")
         assert by[name]["ratio"]["estimate"] > 1.08
         assert abs(by[name]["cycles_ratio"]["estimate"] - 1) < 0.02
     # memory-bound: time did not move, cycles fell with the clock
@@ -347,7 +353,8 @@ def test_false_alarm_evaluate_on_synthetic_runs(tmp_path: Path) -> None:
     # Six A runs (one at a 10% lower clock) and two runs per injected slowdown.
     clocks = [1.9e9, 1.88e9, 1.92e9, 1.9e9 * 0.9, 1.9e9, 1.89e9]
     for i, clk in enumerate(clocks):
-        write_run(tmp_path / f"aa-{i:02d}", seed=10 + i, clock_hz=clk)
+        # The slow-clock run was held down for heat: the clock change is the environment's.
+        write_run(tmp_path / f"aa-{i:02d}", seed=10 + i, clock_hz=clk, throttle_reasons=["sw_thermal"] if i == 3 else [])
     for s in ("1.05", "1.10"):
         for j in range(2):
             scale = {k: float(s) for k in ("gemm_large", "gemm_skinny", "mm_small")}

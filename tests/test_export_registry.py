@@ -87,7 +87,7 @@ def test_sections_through_the_protocol(run: RunResult) -> None:
 def test_compare_through_the_protocol(comparison: Comparison) -> None:
     assert registry.render("compare", "md", comparison) == markdown.compare_markdown(comparison)
     doc = json.loads(registry.render("compare", "json", comparison))
-    assert doc["format"] == "nsightwrap-compare" and doc["version"] == 1
+    assert doc["format"] == "nsightwrap-compare" and doc["version"] == 2
     xml = registry.render("compare", "junit", comparison)
     assert isinstance(xml, bytes) and xml == junit.compare_junit(comparison)
     assert etree.fromstring(xml).find("testsuite").get("failures") == "0"  # type: ignore[union-attr]

@@ -20,7 +20,7 @@ import pytest
 
 from nsightwrap.analysis.load import analyze
 from nsightwrap.analysis.model import RunResult
-from nsightwrap.compare.energy import energy_samples, judge_energy
+from nsightwrap.compare.energy import Energy, energy_samples, judge_energy
 from nsightwrap.compare.sides import load_side
 from nsightwrap.compare.stats import Reason, Verdict
 from nsightwrap.compare.verdicts import compare
@@ -137,19 +137,20 @@ def test_energy_beside_time_on_a_rerun_and_on_a_known_change() -> None:
     e_scaled = {v.key: v for v in scaled.energy}
     assert set(e_same) == set(e_scaled) == {"mm_large", "mm_skinny", "add_large"}
     # A rerun: never MORE or LESS. mm_large sits at the power cap, whose swings make it noisy.
-    assert all(v.verdict in (Verdict.SAME, Verdict.AMBIGUOUS) for v in e_same.values())
-    assert e_same["mm_skinny"].verdict is Verdict.SAME and e_same["add_large"].verdict is Verdict.SAME
+    assert all(v.verdict in (Energy.SAME, Energy.AMBIGUOUS) for v in e_same.values())
+    assert e_same["mm_skinny"].verdict is Energy.SAME and e_same["add_large"].verdict is Energy.SAME
     assert e_same["mm_large"].reason is Reason.NOISY
-    # 25% more work in mm_large: 17% more time, but its SM clock fell as far (the bigger GEMM
-    # sits deeper in the power cap), so in cycles the time verdict sees a clock change. Energy per
-    # call does not scale out with the clock: its own verdict is MORE.
+    # 25% more work in mm_large: 17% more time, its SM clock fell as far (the bigger GEMM sits
+    # deeper in the power cap): the same in cycles, but the lower clock is the code's own, so
+    # the time verdict is SLOWER. Energy per call does not scale out with the clock: MORE.
     t = {v.key: v for v in scaled.verdicts}["mm_large"]
-    assert t.ratio is not None and t.ratio.estimate > 1.1 and t.reason is Reason.CLOCK_ONLY
+    assert t.ratio is not None and t.ratio.estimate > 1.1 and t.reason is Reason.POWER_CAPPED
+    assert t.verdict is Verdict.SLOWER
     mm = e_scaled["mm_large"]
-    assert mm.verdict is Verdict.SLOWER and mm.reason is Reason.REGRESSION
+    assert mm.verdict is Energy.MORE and mm.reason is Reason.REGRESSION
     assert mm.ratio is not None and 1.1 < mm.ratio.estimate < 1.3
     assert mm.message.startswith("more energy per call: energy/call +")
-    assert e_scaled["mm_skinny"].verdict is Verdict.SAME and e_scaled["add_large"].verdict is Verdict.SAME
+    assert e_scaled["mm_skinny"].verdict is Energy.SAME and e_scaled["add_large"].verdict is Energy.SAME
 
 
 def test_energy_samples_from_both_shapes_and_too_few() -> None:
@@ -159,7 +160,7 @@ def test_energy_samples_from_both_shapes_and_too_few() -> None:
     assert energy_samples({"energy_samples_j": list(from_sidecar)}) == from_sidecar  # a report's block
     assert energy_samples(None) is None and energy_samples({"steady": {}}) is None
     v = judge_energy("x", from_sidecar[:3], from_sidecar[:3])
-    assert v.verdict is Verdict.AMBIGUOUS and v.reason is Reason.TOO_FEW_SAMPLES
+    assert v.verdict is Energy.AMBIGUOUS and v.reason is Reason.TOO_FEW_SAMPLES
 
 
 def _nsightwrap(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -182,7 +183,7 @@ def test_compare_cli_energy_in_every_format_and_fail_on_energy(tmp_path: Path) -
     got = json.loads(out.stdout)
     assert {b["verdict"] for b in got["benchmarks"]} <= {"SAME", "AMBIGUOUS"}
     energy = {e["benchmark"]: e for e in got["energy"]}
-    assert energy["add_large"]["verdict"] == "SLOWER" and energy["add_large"]["ratio"]["estimate"] == pytest.approx(1.2)
+    assert energy["add_large"]["verdict"] == "MORE" and energy["add_large"]["ratio"]["estimate"] == pytest.approx(1.2)
     assert set(energy["add_large"]["baseline"]) == {"median_j", "min_j", "q3_j", "n"}
     assert _nsightwrap("compare", str(SAME), str(more), "--fail-on-energy", "-f", "json", cwd=tmp_path).returncode == 1
     table = _nsightwrap("compare", str(SAME), str(more), cwd=tmp_path).stdout
@@ -190,7 +191,7 @@ def test_compare_cli_energy_in_every_format_and_fail_on_energy(tmp_path: Path) -
     md = _nsightwrap("compare", str(SAME), str(more), "-f", "md", cwd=tmp_path).stdout
     assert "#### Energy per call" in md and "| add\\_large | **MORE** |" in md
     junit = _nsightwrap("compare", str(SAME), str(more), "-f", "junit", cwd=tmp_path).stdout
-    assert 'name="energy_verdict" value="SLOWER"' in junit
+    assert 'name="energy_verdict" value="MORE"' in junit
 
 
 def test_a_report_json_carries_energy_into_compare(tmp_path: Path) -> None:
@@ -199,4 +200,4 @@ def test_a_report_json_carries_energy_into_compare(tmp_path: Path) -> None:
         out = _nsightwrap("report", str(src), "-f", "json", "-o", str(dst), cwd=tmp_path)
         assert out.returncode == 0, out.stderr
     c = compare(load_side(a), load_side(b))
-    assert {v.key: v.verdict for v in c.energy}["mm_large"] is Verdict.SLOWER
+    assert {v.key: v.verdict for v in c.energy}["mm_large"] is Energy.MORE

@@ -118,6 +118,18 @@ def _root(
     _state["debug"] = debug
 
 
+def stdout_piped() -> bool:
+    """Whether stdout is a pipe or file (a CI log) with no ``COLUMNS`` to size tables by."""
+    return not sys.stdout.isatty() and not os.environ.get("COLUMNS")
+
+
+def piped_width(fits: int) -> int | None:
+    """The width a table is laid out at on stdout: None (rich's choice) on a terminal or where
+    ``COLUMNS`` says, else ``fits``. Piped output is never squeezed to rich's 80 columns, which
+    folds words mid-way (``SAM/E``)."""
+    return fits if stdout_piped() else None
+
+
 def write_output(path: Path, text: str) -> None:
     """Write a command's output to its ``-o`` file; one clear error when that cannot be done."""
     try:

@@ -12,7 +12,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from nsightwrap.cli import OLD_FORMAT_HELP, app, err_console, write_output
+from nsightwrap.cli import OLD_FORMAT_HELP, app, err_console, stdout_piped, write_output
+from nsightwrap.compare.energy import Energy
 from nsightwrap.compare.sides import load_side
 from nsightwrap.compare.stats import PRESETS
 from nsightwrap.compare.verdicts import Comparison, compare
@@ -22,6 +23,7 @@ from nsightwrap.export.escape import terminal_safe
 from nsightwrap.export.jsonio import compare_json as to_json
 from nsightwrap.export.junit import compare_junit as to_junit
 from nsightwrap.export.markdown import compare_markdown as to_markdown
+from nsightwrap.export.terminal import compare_lines as render_lines
 from nsightwrap.export.terminal import compare_table as render_table
 
 
@@ -96,9 +98,12 @@ def compare_command(
 ) -> None:
     """Compare two runs benchmark by benchmark: SAME, FASTER, SLOWER or AMBIGUOUS.
 
-    SLOWER needs a significant change (Mann-Whitney U), a bootstrap interval of the median ratio
-    past the tolerance, and the same change in SM cycles, so a lower clock is not a regression.
-    Exit 1 when any benchmark is SLOWER (unless --no-fail). Energy per call, where both runs
+    SLOWER needs a significant change (Mann-Whitney U) and a bootstrap interval of the median
+    ratio past the tolerance. The verdict follows time: a change the SM clock accounts for
+    (cycles, by each benchmark's clock elasticity) is SAME only where the clock change was the
+    environment's (heat, another tenant, another GPU), never where the new code's own power
+    draw at the power cap lowered its clock. Exit 1 when any benchmark is SLOWER (unless
+    --no-fail). Energy per call, where both runs
     recorded it (NVML), gets its own verdict beside the time verdict: MORE, LESS, SAME or
     AMBIGUOUS, by the same statistics; --fail-on-energy makes MORE fail too.
 
@@ -148,7 +153,7 @@ def compare_command(
     result = compare(base, cur, metric=metric.value, settings=settings)
     _emit(result, fmt, output)
     _check_common(result, require_all=require_all)
-    more_energy = fail_on_energy and any(v.verdict.value == "SLOWER" for v in result.energy)
+    more_energy = fail_on_energy and any(v.verdict is Energy.MORE for v in result.energy)
     if (result.slower or more_energy) and not no_fail:
         raise typer.Exit(EXIT_FINDINGS)
 
@@ -173,7 +178,12 @@ def _check_common(result: Comparison, *, require_all: bool) -> None:
 def _emit(result: Comparison, fmt: Format, output: Path | None) -> None:
     if fmt is Format.table:
         if output is None:
-            Console(highlight=False).print(render_table(result))
+            if stdout_piped():
+                # stdout is not a terminal and COLUMNS is unset (a CI log): one line per benchmark,
+                # as long as it needs, not a table folded to 80 columns.
+                print(render_lines(result), end="")
+            else:
+                Console(highlight=False).print(render_table(result))
             return
         buf = io.StringIO()
         Console(file=buf, width=200, no_color=True, highlight=False).print(render_table(result))

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
-import sys
 from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
@@ -13,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from nsightwrap.cli import OLD_FORMAT_HELP, app, err_console, write_output
+from nsightwrap.cli import OLD_FORMAT_HELP, app, err_console, piped_width, write_output
 from nsightwrap.core.errors import EXIT_FINDINGS, EXIT_NATIVE_CRASH, InputNotFound, UsageError
 
 if TYPE_CHECKING:
@@ -99,8 +97,7 @@ def report_command(
 
         if output is None:
             # Piped output is not cut to 80 columns (the table has ten) unless COLUMNS says so.
-            width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
-            print_report(result, Console(highlight=False, width=width))
+            print_report(result, Console(highlight=False, width=piped_width(160)))
             text = None
         else:
             console = Console(record=True, width=160, file=io.StringIO(), highlight=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from nsightwrap.compare.stats import (
@@ -28,12 +29,26 @@ from nsightwrap.compare.stats import (
 )
 
 
+class Energy(str, Enum):
+    """What happened to one benchmark's energy per call: its own words in every format (more
+    energy is the regression, so these are not the time verdict's SLOWER / FASTER)."""
+
+    SAME = "SAME"
+    LESS = "LESS"
+    MORE = "MORE"
+    AMBIGUOUS = "AMBIGUOUS"
+
+
+#: The time statistics' direction in energy's words.
+_ENERGY_OF = {Verdict.SAME: Energy.SAME, Verdict.FASTER: Energy.LESS, Verdict.SLOWER: Energy.MORE,
+              Verdict.AMBIGUOUS: Energy.AMBIGUOUS}  # fmt: skip
+
 @dataclass(frozen=True)
 class EnergyVerdict:
     """The energy verdict on one benchmark: spreads in J per call, ratio current / baseline."""
 
     key: str
-    verdict: Verdict
+    verdict: Energy
     reason: Reason
     message: str
     baseline: Spread
@@ -59,12 +74,12 @@ def energy_samples(power: Any) -> tuple[float, ...] | None:
 def judge_energy(
     key: str, base: Sequence[float], cur: Sequence[float], settings: Settings | None = None
 ) -> EnergyVerdict:
-    """SLOWER (more energy per call), FASTER (less), SAME or AMBIGUOUS, with a reason code."""
+    """MORE energy per call, LESS, SAME or AMBIGUOUS, with a reason code."""
     s = settings or Settings()
     sb, sc = spread(base), spread(cur)
     if min(sb.n, sc.n) < s.min_samples:
         msg = f"{sb.n} baseline and {sc.n} current energy samples; at least {s.min_samples} a side are needed"
-        return EnergyVerdict(key, Verdict.AMBIGUOUS, Reason.TOO_FEW_SAMPLES, msg, sb, sc, None, None)
+        return EnergyVerdict(key, Energy.AMBIGUOUS, Reason.TOO_FEW_SAMPLES, msg, sb, sc, None, None)
     ratio = median_ratio(base, cur, s)
     p = mann_whitney_u(cur, base).p_value
     verdict, reason = direction(ratio, p, s)
@@ -80,4 +95,4 @@ def judge_energy(
         msg = f"{head}: the {s.confidence:.0%} interval is wider than the {thr} threshold"
     else:
         msg = f"{head}: past the {thr} threshold but not significant (alpha {s.alpha:g})"
-    return EnergyVerdict(key, verdict, reason, msg, sb, sc, ratio, p)
+    return EnergyVerdict(key, _ENERGY_OF[verdict], reason, msg, sb, sc, ratio, p)

@@ -112,8 +112,11 @@ def _side_from_sidecars(docs: Sequence[tuple[Path, Mapping[str, Any]]], label: s
         device = doc.get("device")
         if isinstance(device, Mapping) and device.get("name"):
             gpus.add(str(device["name"]))
+        uuid = device.get("uuid") if isinstance(device, Mapping) else None
         for i, entry in enumerate(_benchmarks(doc, path)):
             s = _timer_samples(entry, where=f"{path}: benchmark {i}")
+            if isinstance(uuid, str) and uuid:
+                s = replace(s, gpu_uuid=uuid)
             if s.key in merged:
                 s = _merge(merged[s.key], s)
             merged[s.key] = s
@@ -123,8 +126,18 @@ def _side_from_sidecars(docs: Sequence[tuple[Path, Mapping[str, Any]]], label: s
 def _merge(a: Samples, b: Samples) -> Samples:
     cycles = a.cycles + b.cycles if a.cycles is not None and b.cycles is not None else None
     energy = (a.energy_j or ()) + (b.energy_j or ()) or None
-    return Samples(
-        a.name, a.params, a.values_ns + b.values_ns, cycles, _clock_of(a.values_ns + b.values_ns, cycles), energy
+    reasons = None if a.throttle_reasons is None and b.throttle_reasons is None else tuple(
+        sorted(set(a.throttle_reasons or ()) | set(b.throttle_reasons or ()))
+    )
+    return replace(
+        a,
+        values_ns=a.values_ns + b.values_ns,
+        cycles=cycles,
+        clock_hz=_clock_of(a.values_ns + b.values_ns, cycles),
+        energy_j=energy,
+        power_w=a.power_w if b.power_w is None else b.power_w if a.power_w is None else max(a.power_w, b.power_w),
+        throttle_reasons=reasons,
+        gpu_uuid=a.gpu_uuid if a.gpu_uuid == b.gpu_uuid else None,
     )
 
 
@@ -135,7 +148,56 @@ def _timer_samples(entry: Mapping[str, Any], where: str) -> Samples:
     values = _numbers(entry, "samples_ns", where)
     clocks = _sample_clocks(entry, len(values), where)
     cycles = tuple(v * f / 1e9 for v, f in zip(values, clocks, strict=True)) if clocks else None
-    return Samples(name, params, values, cycles, _clock_of(values, cycles), energy_samples(entry.get("power")))
+    power_w, reasons = _power_facts(entry)
+    return Samples(
+        name, params, values, cycles, _clock_of(values, cycles), energy_samples(entry.get("power")),
+        power_w=power_w, throttle_reasons=reasons,
+    )  # fmt: skip
+
+
+def _power_facts(entry: Mapping[str, Any]) -> tuple[float | None, tuple[str, ...] | None]:
+    """Mean power (W) over the energy window and the throttle reasons seen, from a sidecar
+    benchmark's ``power`` record or a report's ``power`` block; (None, None) without one."""
+    power = entry.get("power")
+    if not isinstance(power, Mapping):
+        return None, None
+    steady = power.get("steady")
+    mean = _finite(steady.get("mean_w") if isinstance(steady, Mapping) else power.get("mean_w"))
+    # The power record's reasons cover the whole energy window; the timer's own, its samples.
+    names = {str(r) for src in (power, entry) if isinstance(src.get("throttle_reasons"), list)
+             for r in src["throttle_reasons"]}  # fmt: skip
+    return (mean if mean is not None and mean > 0 else None), tuple(sorted(names))
+
+
+def _finite(v: Any) -> float | None:
+    """``v`` as a float where it is a finite number (not a bool), else None."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def _elasticity(entry: Mapping[str, Any]) -> tuple[float | None, str | None]:
+    """A report benchmark's clock elasticity: its ncu kernels' e (clamped to [0, 1]) weighted by
+    their durations, ``measured`` where every kernel's was, else ``heuristic``; (None, None)
+    where the report has no ncu kernels."""
+    ncu = entry.get("ncu")
+    kernels = ncu.get("kernels") if isinstance(ncu, Mapping) else None
+    if not isinstance(kernels, list):
+        return None, None
+    total = weighted = 0.0
+    measured = True
+    for k in kernels:
+        if not isinstance(k, Mapping):
+            continue
+        e, d = _finite(k.get("elasticity")), _finite(k.get("duration_ns"))
+        if e is None or d is None or d <= 0:
+            continue
+        total += d
+        weighted += d * min(max(e, 0.0), 1.0)
+        measured = measured and k.get("elasticity_source") == "measured"
+    if total <= 0:
+        return None, None
+    return weighted / total, ("measured" if measured else "heuristic")
 
 
 def _sample_clocks(entry: Mapping[str, Any], n: int, where: str) -> tuple[float, ...] | None:
@@ -178,6 +240,11 @@ def side_from_report(doc: Mapping[str, Any], *, label: str, metric: str, where: 
             raise ReportParseError(f"{at} ({name!r}): field {metric!r} must be an object or null")
         block = {**block, "name": entry["name"], "params": entry.get("params") or {}, "power": entry.get("power")}
         energy = energy_samples(entry.get("power"))
+        power_w, reasons = _power_facts(entry)
+        e, e_src = _elasticity(entry)
+        uuid = entry.get("gpu_uuid") if isinstance(entry.get("gpu_uuid"), str) else None
+        facts: dict[str, Any] = {"power_w": power_w, "throttle_reasons": reasons, "elasticity": e,
+                                 "elasticity_source": e_src, "gpu_uuid": uuid or None}  # fmt: skip
         verdict = entry.get("verdict")
         n_before = len(out)
         if metric == "timer":
@@ -203,8 +270,10 @@ def side_from_report(doc: Mapping[str, Any], *, label: str, metric: str, where: 
             if not values:
                 continue
             out.append(Samples(name, params, values, energy_j=energy))
-        if len(out) > n_before and isinstance(verdict, str):
-            out[-1] = replace(out[-1], reconcile=verdict)  # shown beside the compare verdict
+        if len(out) > n_before:
+            out[-1] = replace(out[-1], **facts)
+            if isinstance(verdict, str):
+                out[-1] = replace(out[-1], reconcile=verdict)  # shown beside the compare verdict
     return Side(label=label, gpu=str(gpu) if gpu else None, benchmarks=tuple(out))
 
 

@@ -36,7 +36,9 @@ class Reason(str, Enum):
     REGRESSION_CLOCK_UNKNOWN = "regression_clock_unknown"  # SLOWER, no SM clock to check against
     IMPROVEMENT = "improvement"  # FASTER, in time and in cycles
     IMPROVEMENT_CLOCK_UNKNOWN = "improvement_clock_unknown"
-    CLOCK_ONLY = "clock_only"  # SAME: time moved, cycles did not; the SM clock changed
+    CLOCK_ONLY = "clock_only"  # SAME: time moved, cycles did not; the environment moved the SM clock
+    POWER_CAPPED = "power_capped"  # SLOWER/FASTER: the code's own power draw at the power cap moved the clock
+    CLOCK_UNATTRIBUTED = "clock_unattributed"  # SLOWER/FASTER: the clock moved it, nothing shows whose it was
     CYCLES_DIFFER = "cycles_differ"  # SAME in time, but cycles moved past the threshold
     CLOCK_PARTIAL = "clock_partial"  # AMBIGUOUS: time moved, cycles moved less or unclearly
     TOO_FEW_SAMPLES = "too_few_samples"

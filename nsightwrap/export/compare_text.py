@@ -4,6 +4,7 @@ energy changes, spreads, the summary line, and each side's reconcile verdict in 
 from __future__ import annotations
 
 from nsightwrap.analysis.model import Verdict as Reconcile
+from nsightwrap.compare.energy import Energy
 from nsightwrap.compare.verdicts import BenchVerdict, Comparison, Interval, Spread, Verdict
 from nsightwrap.export import reportfmt as rf
 
@@ -61,10 +62,6 @@ def settings_line(c: Comparison) -> str:
     )
 
 
-#: Words for an energy verdict: more energy per call is the regression.
-ENERGY_WORD = {Verdict.SAME: "SAME", Verdict.FASTER: "LESS", Verdict.SLOWER: "MORE", Verdict.AMBIGUOUS: "AMBIGUOUS"}
-
-
 def _j(v: float) -> str:
     for unit, scale in (("J", 1.0), ("mJ", 1e-3), ("uJ", 1e-6)):
         if abs(v) >= scale:
@@ -79,8 +76,8 @@ def fmt_energy(s: Spread) -> str:
 
 def energy_summary(c: Comparison) -> str:
     """``energy/call, 3 compared: 2 SAME, 1 MORE``."""
-    counts = {w: sum(1 for v in c.energy if ENERGY_WORD[v.verdict] == w) for w in ENERGY_WORD.values()}
-    return f"energy/call, {len(c.energy)} compared: " + ", ".join(f"{n} {w}" for w, n in counts.items() if n)
+    counts = {w: sum(1 for v in c.energy if v.verdict is w) for w in Energy}
+    return f"energy/call, {len(c.energy)} compared: " + ", ".join(f"{n} {w.value}" for w, n in counts.items() if n)
 
 
 def reconcile_text(value: str | None) -> str:

@@ -314,7 +314,10 @@ COMPARE_FORMAT = "nsightwrap-compare"
 
 #: Version of the compare JSON. History (newest last):
 #:   1 (0.1.0): first version.
-COMPARE_VERSION = 1
+#:   2: ``energy[].verdict`` in energy's words (MORE / LESS, where 1 wrote SLOWER / FASTER);
+#:      ``benchmarks[]`` adds ``carried_ratio``, ``elasticity``, ``elasticity_source``,
+#:      ``clock_cause`` and ``clock_evidence``; reason ``power_capped``.
+COMPARE_VERSION = 2
 
 
 def _interval(iv: Interval | None) -> dict[str, float] | None:
@@ -343,6 +346,11 @@ def _verdict(v: BenchVerdict, reconcile: tuple[str | None, str | None] | None) -
         "cycles_ratio": _interval(v.cycles_ratio),
         "baseline_clock_hz": v.baseline_clock_hz,
         "current_clock_hz": v.current_clock_hz,
+        "carried_ratio": _interval(v.carried_ratio),
+        "elasticity": v.elasticity,
+        "elasticity_source": v.elasticity_source,
+        "clock_cause": v.clock_cause.cause.value if v.clock_cause else None,
+        "clock_evidence": v.clock_cause.evidence if v.clock_cause else None,
         **extra,
     }
 

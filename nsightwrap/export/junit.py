@@ -1,7 +1,8 @@
 """JUnit XML for CI test reports (lxml): ``nsightwrap compare --format junit``.
 
 One testcase per benchmark: SLOWER is a failure, AMBIGUOUS is skipped with its reason, SAME and
-FASTER pass. Benchmarks found on one side only are skipped testcases saying so.
+FASTER pass. Benchmarks found on one side only are skipped testcases saying so. Energy per call
+has its own words (``energy_verdict``: MORE, LESS, SAME, AMBIGUOUS).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def compare_junit(c: Comparison) -> bytes:
             ("reason", v.reason.value),
             ("change", fmt_change(v.ratio)),
             ("cycles_change", fmt_change(v.cycles_ratio)),
+            *([("clock_cause", v.clock_cause.cause.value)] if v.clock_cause else []),
             *energy.get(v.key, []),
             *_reconcile(c, v.key),
         ):

@@ -15,6 +15,7 @@ import shlex
 from dataclasses import replace
 
 from nsightwrap.analysis.model import BenchmarkResult, RunResult
+from nsightwrap.compare.energy import Energy
 from nsightwrap.compare.verdicts import Comparison, Verdict
 from nsightwrap.device.result import GROUPS, DeviceFile
 from nsightwrap.export import device_text as t
@@ -23,7 +24,6 @@ from nsightwrap.export import power_fmt as pf
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export import roofline_text as rt
 from nsightwrap.export.compare_text import (
-    ENERGY_WORD,
     energy_summary,
     fmt_change,
     fmt_energy,
@@ -354,7 +354,7 @@ def energy_markdown(c: Comparison) -> list[str]:
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for v in c.energy:
-        word = f"**{ENERGY_WORD[v.verdict]}**" if v.verdict is Verdict.SLOWER else ENERGY_WORD[v.verdict]
+        word = f"**{v.verdict.value}**" if v.verdict is Energy.MORE else v.verdict.value
         out.append("| " + " | ".join([md_cell(v.key), word, md_cell(fmt_energy(v.baseline)), md_cell(fmt_energy(v.current)),
                                       md_cell(fmt_change(v.ratio)), f"`{v.reason.value}` {md_cell(v.message)}"]) + " |")  # fmt: skip
     return [*out, "", md_cell(energy_summary(c)), ""]

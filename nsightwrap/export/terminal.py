@@ -24,7 +24,8 @@ from rich.text import Text
 
 from nsightwrap.analysis.model import BenchmarkResult, RunResult
 from nsightwrap.analysis.model import Verdict as Reconcile
-from nsightwrap.compare.verdicts import Comparison, Reason, Verdict
+from nsightwrap.compare.energy import Energy
+from nsightwrap.compare.verdicts import Comparison, Reason, Spread, Verdict
 from nsightwrap.device.result import GROUPS, DeviceFile
 from nsightwrap.export import device_text as t
 from nsightwrap.export import gap_text as g
@@ -32,7 +33,6 @@ from nsightwrap.export import power_fmt as pf
 from nsightwrap.export import reportfmt as f
 from nsightwrap.export import roofline_text as rt
 from nsightwrap.export.compare_text import (
-    ENERGY_WORD,
     energy_summary,
     fmt_change,
     fmt_energy,
@@ -329,6 +329,8 @@ _COMPARE_STYLE = {
     Verdict.SLOWER: "bold red",
     Verdict.AMBIGUOUS: "yellow",
 }
+#: Energy's words in the time verdicts' styles: more energy is the regression.
+_ENERGY_STYLE = {Energy.SAME: "green", Energy.LESS: "bold cyan", Energy.MORE: "bold red", Energy.AMBIGUOUS: "yellow"}
 
 
 def compare_table(c: Comparison) -> Group:
@@ -384,11 +386,49 @@ def energy_table(c: Comparison) -> list[Any]:
     for col in ("benchmark", "energy", "baseline median [min, Q3]", "current median [min, Q3]", "change [CI]", "reason"):
         tab.add_column(col, overflow="fold")
     for v in c.energy:
-        tab.add_row(Text(v.key), Text(ENERGY_WORD[v.verdict], style=_COMPARE_STYLE[v.verdict]), Text(fmt_energy(v.baseline)),
+        tab.add_row(Text(terminal_safe(v.key)), Text(v.verdict.value, style=_ENERGY_STYLE[v.verdict]), Text(fmt_energy(v.baseline)),
                     Text(fmt_energy(v.current)), Text(fmt_change(v.ratio)), Text(v.reason.value))  # fmt: skip
-    notes = [Text.assemble((f"{ENERGY_WORD[v.verdict]} ", _COMPARE_STYLE[v.verdict]), f"{v.key}: {v.message}")
-             for v in c.energy if v.verdict is not Verdict.SAME]  # fmt: skip
+    notes = [Text.assemble((f"{v.verdict.value} ", _ENERGY_STYLE[v.verdict]), terminal_safe(f"{v.key}: {v.message}"))
+             for v in c.energy if v.verdict is not Energy.SAME]  # fmt: skip
     return [tab, *notes, Text(energy_summary(c))]
+
+
+def _columns(rows: list[list[str]]) -> list[str]:
+    """Rows of cells as lines, each column padded to its widest cell (two spaces between)."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def _median(s: Spread) -> str:
+    scale, unit = (1e6, "ms") if s.median >= 1e6 else (1e3, "us") if s.median >= 1e3 else (1.0, "ns")
+    return f"{s.median / scale:.{0 if scale == 1.0 else 2}f} {unit}"
+
+
+def compare_lines(c: Comparison) -> str:
+    """The comparison in its compact form, one line per benchmark, each line as long as it needs:
+    what a CI log (stdout not a terminal) gets, where a table squeezed to 80 columns folds words."""
+    head = ["verdict", "benchmark", "time change [CI]", "cycles change [CI]", "median (baseline -> current)", "reason"]
+    rows = [head + (["reconcile (baseline -> current)"] if c.reconcile else [])]
+    for v in c.verdicts:
+        row = [v.verdict.value, terminal_safe(v.key), fmt_change(v.ratio), fmt_change(v.cycles_ratio),
+               f"{_median(v.baseline)} -> {_median(v.current)} (n={v.baseline.n}, {v.current.n})", v.reason.value]  # fmt: skip
+        rows.append(row + ([" -> ".join(reconcile_pair(c, v.key))] if c.reconcile else []))
+    out = [terminal_safe(f"{c.baseline} -> {c.current}")]
+    out += _columns(rows) if c.verdicts else []
+    out += [terminal_safe(f"{v.verdict.value} {v.key}: {v.message}") for v in c.verdicts if v.reason is not Reason.WITHIN_THRESHOLD]
+    out += [summary(c), settings_line(c)]
+    if c.energy:
+        erows = [["energy", "benchmark", "change [CI]", "median per call (baseline -> current)", "reason"]]
+        erows += [[v.verdict.value, terminal_safe(v.key), fmt_change(v.ratio), f"{fmt_energy(v.baseline)} -> {fmt_energy(v.current)}",
+                   v.reason.value] for v in c.energy]  # fmt: skip
+        out += ["energy per call (NVML energy counter, one sample per block of the energy window)", *_columns(erows)]
+        out += [terminal_safe(f"{v.verdict.value} {v.key}: {v.message}") for v in c.energy if v.verdict is not Energy.SAME]
+        out.append(energy_summary(c))
+    if c.added:
+        out.append("added (only in current): " + ", ".join(map(terminal_safe, c.added)))
+    if c.removed:
+        out.append("removed (only in baseline): " + ", ".join(map(terminal_safe, c.removed)))
+    return "\n".join(out) + "\n"
 
 
 # ------------------------------------------------------------------ device file
