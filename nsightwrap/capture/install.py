@@ -33,6 +33,7 @@ def install(environ: dict[str, str] | None = None) -> Layer:
     hooks.when_imported("torch.cuda.streams", _torch_events)
     hooks.when_imported("torch.utils.benchmark.utils.timer", _torch_timer)
     hooks.when_imported("triton.testing", _triton_testing)
+    hooks.when_imported("triton.runtime.autotuner", _triton_autotuner)
     if L.under_ncu:
         hooks.when_imported("nvtx.nvtx", _nvtx)
         hooks.when_imported("torch.cuda.nvtx", _torch_nvtx)
@@ -73,6 +74,12 @@ def _triton_testing(mod: ModuleType) -> None:
     from nsightwrap.capture.tritonbench import patch_testing
 
     patch_testing(mod)
+
+
+def _triton_autotuner(mod: ModuleType) -> None:
+    from nsightwrap.capture.autotune import patch_autotuner
+
+    patch_autotuner(mod)
 
 
 def _nvtx(mod: ModuleType) -> None:
@@ -128,6 +135,14 @@ def _at_exit() -> None:
         L.flush(force=True)
     except Exception:  # noqa: BLE001 - never fail the exit of the user's program
         pass
+    try:
+        from nsightwrap.capture.autotune import tuners
+
+        T = tuners()
+        if T is not None:
+            T.write()  # every pass, the ncu pass too (it writes no sidecar)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _forked() -> None:
@@ -139,6 +154,10 @@ def _forked() -> None:
         L.not_captured = []
         L.errors = []
         L.lock = threading.RLock()
+    mod = sys.modules.get("nsightwrap.capture.autotune")  # loaded once triton's autotuner is
+    T = mod.tuners() if mod is not None else None
+    if T is not None:
+        T.lock = threading.Lock()
 
 
 # --- tracebacks as without nsightwrap ----------------------------------------------------------

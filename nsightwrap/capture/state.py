@@ -91,6 +91,10 @@ class Capture:
     #: What the name says was varied (``{"N": "2048", "provider": "torch"}``): the sidecar's params.
     params: dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if not self.id:
+            self.id = self.name  # made without an id: its name is one
+
     @property
     def nvtx_path(self) -> str:
         return f"{contract.NVTX_DOMAIN}:{self.name}"
@@ -401,6 +405,11 @@ class Layer:
 
             os.makedirs(os.path.dirname(path), exist_ok=True)
             write_json_atomic(path, doc, indent=1, allow_nan=False)
+            from nsightwrap.capture.autotune import tuners
+
+            T = tuners()
+            if T is not None:
+                T.write()  # the autotuners' choices so far, beside the sidecar
             self.spacing.wrote(t0)
         except Exception as exc:  # noqa: BLE001 - a full disk must not stop the script
             self.errors.append({"where": "sidecar", "error": f"{type(exc).__name__}: {exc}"})
