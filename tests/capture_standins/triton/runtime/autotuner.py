@@ -70,7 +70,9 @@ class Autotuner:
                  cache_results=False):
         self.configs = configs or [Config({}, num_warps=4, num_stages=3, num_ctas=1)]
         self.keys = key
-        self.cache = {}
+        self._store = {}
+        if not os.environ.get("STANDIN_OLD_AUTOTUNER"):  # an autotuner without `cache`
+            self.cache = self._store
         self.arg_names = arg_names
         self.fn = fn
         self.base_fn = fn
@@ -95,12 +97,12 @@ class Autotuner:
                 if hasattr(arg, "dtype"):
                     key.append(str(arg.dtype))
             key = tuple(key)
-            if key not in self.cache:
+            if key not in self._store:
                 self.tunings += 1
                 pruned = self.prune_configs(kwargs)
                 timings = {config: self._bench(key, config) for config in pruned}
-                self.cache[key] = min(timings, key=timings.get)
-            config = self.cache[key]
+                self._store[key] = min(timings, key=timings.get)
+            config = self._store[key]
         else:
             config = self.configs[0]
         self.best_config = config
