@@ -136,7 +136,7 @@ class Mark:
         for x in bench.x_vals:
             if not isinstance(x, (list, tuple)):
                 x = [x for _ in bench.x_names]
-            x_args = dict(zip(bench.x_names, x))
+            x_args = dict(zip(bench.x_names, x, strict=True))
             row = []
             for y in bench.line_vals:
                 ret = self.fn(**x_args, **{bench.line_arg: y}, **bench.args, **kwrags)

@@ -88,7 +88,7 @@ class Autotuner:
         return self.configs
 
     def run(self, *args, **kwargs):
-        self.nargs = dict(zip(self.arg_names, args))
+        self.nargs = dict(zip(self.arg_names, args, strict=False))
         if len(self.configs) > 1:
             all_args = {**self.nargs, **kwargs}
             _args = {k: v for (k, v) in all_args.items() if k in self.arg_names}
