@@ -1,7 +1,7 @@
 """Installing the capture layer in a process (called by ``boot/sitecustomize.py``).
 
 It patches nothing yet: it registers post-import hooks for the modules whose timings it captures
-(``torch.cuda`` events, ``torch.utils.benchmark``, ``triton.testing``; under the ncu pass also
+(``torch.cuda`` events, ``torch.utils.benchmark``, ``triton.testing``, triton's autotuner; under the ncu pass also
 ``nvtx`` and ``torch.cuda.nvtx`` for the mirrors), hides its own frames from tracebacks the
 interpreter prints, and writes the sidecar at exit. A process without torch or triton pays for
 one dictionary lookup per import.
