@@ -436,6 +436,8 @@ def _named_sweep(run: Any) -> Any:
                     v = param_value(k[name]) if name in k else None
                     if v is not None:
                         params[name] = v
+            if not params:  # nothing to tell the points apart by: named as any other call
+                return fn(*a, **k)
             with L.sweep_point(base, params):
                 return fn(*a, **k)
 
