@@ -13,9 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import nsightwrap
 from nsightwrap.core.contract import capture_boot_dir
 
 STANDINS = Path(__file__).resolve().parent / "capture_standins"
+#: The tree of the nsightwrap under test: last on the targets' PYTHONPATH, so that their layer is
+#: this tree's even where the interpreter has another nsightwrap installed (an editable install
+#: of another checkout).
+TREE = str(Path(nsightwrap.__file__).resolve().parent.parent)
 
 
 @dataclass
@@ -70,7 +75,7 @@ def layer_env(tmp: Path, pass_name: str | None = "plain", *, capture: bool = Tru
     if capture:
         parts.insert(0, capture_boot_dir())
         env["NSIGHTWRAP_CAPTURE"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(parts + ([extra.pop("PYTHONPATH")] if "PYTHONPATH" in extra else []))
+    env["PYTHONPATH"] = os.pathsep.join(parts + ([extra.pop("PYTHONPATH")] if "PYTHONPATH" in extra else []) + [TREE])
     run_dir = tmp / "run"
     (run_dir / "plain").mkdir(parents=True, exist_ok=True)
     if pass_name is not None:

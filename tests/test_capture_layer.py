@@ -325,7 +325,7 @@ def test_event_loop_calls_are_one_benchmark_per_call_of_the_site(tmp_path: Path)
     assert [b["name"] for b in bs] == [f"script.py:13 do_bench_cuda #{i}" for i in (1, 2, 3)]
     for b in bs:
         assert b["samples_ns"] == [12000.0] * 4 and b["user_value_ns"] == 12000.0
-        assert b["source"] == {"kind": "cuda_events", "site": "script.py:13", "call": b["source"]["call"],
+        assert b["source"] == {"kind": "cuda_events", "id": b["name"], "site": "script.py:13", "call": b["source"]["call"],
                                "label": None, "file": str(tmp_path / "script.py"), "line": 13,
                                "function": "do_bench_cuda", "api": "torch.cuda.Event"}  # fmt: skip
         assert b["method"]["queued_before_sync"] == 4 and b["method"]["windows_read"] == 4

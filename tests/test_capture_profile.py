@@ -11,7 +11,7 @@ import os
 import textwrap
 from pathlib import Path
 
-from capture_helpers import line, standins
+from capture_helpers import TREE, line, standins
 from fake_tools.harness import manifest, passes, profile, use_fakes
 
 from nsightwrap.cli.profile_cmd import profile_command
@@ -49,7 +49,7 @@ if __name__ == "__main__":
 
 def _setup(tmp_path: Path, monkeypatch) -> Path:  # noqa: ANN001 - pytest's monkeypatch
     use_fakes(monkeypatch, tmp_path)
-    monkeypatch.setenv("PYTHONPATH", str(standins(tmp_path)))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(standins(tmp_path)), TREE]))
     script = tmp_path / "bench_mm.py"
     script.write_text(textwrap.dedent(SCRIPT))
     return script

@@ -168,7 +168,7 @@ class EventSites(Sink):
         cur = self.current.get(site.key)
         if cur is None or cur.invocation != inv or cur.batch_done():
             what = site.function if site.function not in ("<module>", "<lambda>") else "cuda_events"
-            cap = L.begin("cuda_events", site, what=what, api="torch.cuda.Event")
+            cap = L.begin("cuda_events", site, what=what, api="torch.cuda.Event", frame=frame)
             if cap is not None:
                 cap.method.update({
                     "timing": "cuda_events", "api": "torch.cuda.Event", "flush": "unknown",

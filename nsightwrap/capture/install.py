@@ -1,7 +1,7 @@
 """Installing the capture layer in a process (called by ``boot/sitecustomize.py``).
 
 It patches nothing yet: it registers post-import hooks for the modules whose timings it captures
-(``torch.cuda`` events, ``torch.utils.benchmark``, ``triton.testing``; under the ncu pass also
+(``torch.cuda`` events, ``torch.utils.benchmark``, ``triton.testing``, triton's autotuner; under the ncu pass also
 ``nvtx`` and ``torch.cuda.nvtx`` for the mirrors), hides its own frames from tracebacks the
 interpreter prints, and writes the sidecar at exit. A process without torch or triton pays for
 one dictionary lookup per import.
@@ -33,6 +33,7 @@ def install(environ: dict[str, str] | None = None) -> Layer:
     hooks.when_imported("torch.cuda.streams", _torch_events)
     hooks.when_imported("torch.utils.benchmark.utils.timer", _torch_timer)
     hooks.when_imported("triton.testing", _triton_testing)
+    hooks.when_imported("triton.runtime.autotuner", _triton_autotuner)
     if L.under_ncu:
         hooks.when_imported("nvtx.nvtx", _nvtx)
         hooks.when_imported("torch.cuda.nvtx", _torch_nvtx)
@@ -74,6 +75,12 @@ def _triton_testing(mod: ModuleType) -> None:
     from nsightwrap.capture.tritonbench import patch_testing
 
     patch_testing(mod)
+
+
+def _triton_autotuner(mod: ModuleType) -> None:
+    from nsightwrap.capture.autotune import patch_autotuner
+
+    patch_autotuner(mod)
 
 
 def _nvtx(mod: ModuleType) -> None:
@@ -129,6 +136,14 @@ def _at_exit() -> None:
         L.flush(force=True)
     except Exception:  # noqa: BLE001 - never fail the exit of the user's program
         pass
+    try:
+        from nsightwrap.capture.autotune import tuners
+
+        T = tuners()
+        if T is not None:
+            T.write()  # every pass, the ncu pass too (it writes no sidecar)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _forked() -> None:
@@ -140,6 +155,10 @@ def _forked() -> None:
         L.not_captured = []
         L.errors = []
         L.lock = threading.RLock()
+    mod = sys.modules.get("nsightwrap.capture.autotune")  # loaded once triton's autotuner is
+    T = mod.tuners() if mod is not None else None
+    if T is not None:
+        T.lock = threading.Lock()
 
 
 # --- tracebacks as without nsightwrap ----------------------------------------------------------

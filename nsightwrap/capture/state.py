@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from nsightwrap.capture import naming
 from nsightwrap.core import contract
 from nsightwrap.core.spacing import RewriteSpacing
 
@@ -80,6 +81,21 @@ class Capture:
     status: str = "running"  # running, ok, incomplete (the process ended mid-way)
     #: Where its windows lie on the GPU's timeline, for the plain pass's clock (capture/gpuwindows.py).
     clock_windows: dict[str, Any] | None = None
+    #: The stable id, ``<file>:<line> <what> #<call>``: the site and the n-th call from it, the
+    #: same whatever the name (``source.id``; ``--label`` and compare keep working across renames).
+    id: str = ""
+    seq: int = 0  # the order the calls began in (names are given in that order)
+    explicit: bool = False  # named by nw.label, --label or the Timer's label (kept as given)
+    #: The perf_report sweep point the call ran in (base name, values), and the enclosing
+    #: function's arguments with a short form (naming.frame_args).
+    sweep: tuple[str, dict[str, str]] | None = None
+    args: dict[str, str] = field(default_factory=dict)
+    #: What the name says was varied (``{"N": "2048", "provider": "torch"}``): the sidecar's params.
+    params: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            self.id = self.name  # made without an id: its name is one
 
     @property
     def nvtx_path(self) -> str:
@@ -87,7 +103,7 @@ class Capture:
 
     def source(self) -> dict[str, Any]:
         return {
-            "kind": self.kind, "site": self.site.key, "call": self.call, "label": self.label,
+            "kind": self.kind, "id": self.id, "site": self.site.key, "call": self.call, "label": self.label,
             "file": self.site.file, "line": self.site.line, "function": self.site.function, "api": self.api,
         }  # fmt: skip
 
@@ -96,7 +112,7 @@ class Capture:
         timing came from and what the user's code got back."""
         s = _summary(self.samples_ns)
         return _json_safe({
-            "name": self.name, "params": {}, "nvtx_path": self.nvtx_path, "iter_prefix": contract.ITER_PREFIX,
+            "name": self.name, "params": dict(self.params), "nvtx_path": self.nvtx_path, "iter_prefix": contract.ITER_PREFIX,
             "timed": bool(self.samples_ns), "samples_ns": list(self.samples_ns), **s,
             "sm_clock_hz": None, "clock_source": "none", "sample_clock_hz": None, "throttled": 0,
             "throttle_reasons": [], "method": self.method, "flops": None, "bytes": None, "tflops": None,
@@ -181,6 +197,8 @@ class Layer:
         self._internal: dict[Any, bool] = {}  # code object -> library code (cached: on every record)
         self.windows_opened = 0  # event windows the layer kept (tests: none inside a plain do_bench)
         self._names: set[str] = set()
+        self._seq = 0
+        self._plain_ids: dict[str, dict[str, Any]] | None = None
 
     # -- passes --------------------------------------------------------------------------------
 
@@ -236,24 +254,39 @@ class Layer:
 
     # -- naming --------------------------------------------------------------------------------
 
-    def begin(self, kind: str, site: Site, what: str, api: str, label: str | None = None) -> Capture | None:
-        """A new captured timing at ``site``: its call number and name. None when another shard
-        of ``--shard`` owns it (then the call runs as without nsightwrap)."""
+    def begin(self, kind: str, site: Site, what: str, api: str, label: str | None = None,
+              frame: Any = None) -> Capture | None:  # fmt: skip
+        """A new captured timing at ``site``: its call number, id and name (``frame``: the user's
+        frame at the site, whose arguments may name it). None when another shard of ``--shard``
+        owns it (then the call runs as without nsightwrap)."""
         with self.lock:
             key = (site.key, what)
             call = self._calls.get(key, 0) + 1
             self._calls[key] = call
+            ident = contract.safe_range_name(f"{site.key} {what} #{call}")
             chosen = self.take_label() or self.labels_for(site) or label
+            sweep: tuple[str, dict[str, str]] | None = None
+            args: dict[str, str] = {}
+            params: dict[str, str] = {}
             if chosen:
                 chosen = contract.safe_range_name(chosen)
                 n = self._label_calls.get(chosen, 0) + 1
                 self._label_calls[chosen] = n
                 name = chosen if n == 1 else f"{chosen} #{n}"
             else:
-                name = contract.safe_range_name(f"{site.key} {what} #{call}")
+                stack = getattr(self.local, "sweep", None)
+                sweep = stack[-1] if stack else None
+                if sweep is None and frame is not None:
+                    try:
+                        args = naming.frame_args(frame)
+                    except Exception as exc:  # noqa: BLE001 - the id names it then
+                        self.error("naming", exc)
+                name, params = self._first_name(ident, sweep)
             while name in self._names:  # two sites that print alike (same file name in two folders)
                 name += "'"
             self._names.add(name)
+            self._seq += 1
+            seq = self._seq
         try:
             from nsightwrap.core.shard import in_shard
 
@@ -261,9 +294,54 @@ class Layer:
                 return None
         except Exception as exc:  # noqa: BLE001 - a shard problem must not stop the script
             self.error("shard", exc)
-        cap = Capture(name=name, kind=kind, site=site, call=call, label=chosen, api=api)
+        cap = Capture(name=name, kind=kind, site=site, call=call, label=chosen, api=api, id=ident, seq=seq,
+                      explicit=bool(chosen), sweep=sweep, args=args, params=params)  # fmt: skip
         cap.method["pass"] = self.pass_name or "standalone"
         return cap
+
+    def _first_name(self, ident: str, sweep: tuple[str, dict[str, str]] | None) -> tuple[str, dict[str, str]]:
+        """The name a call gets when it begins. The ncu and nsys passes open NVTX ranges with it, so
+        there it is the plain pass's name for the same id (read from its sidecar). In the plain pass
+        (and where the plain pass has no such call) it is the sweep point's name or the id; the
+        plain pass names its calls again from all of them when it writes its sidecar (``rename``:
+        which arguments differ is known only then)."""
+        if self.pass_name not in (contract.PASS_PLAIN, None):
+            entry = self.plain_entry(ident)
+            if entry is not None and entry.get("name"):
+                params = entry.get("params")
+                return str(entry["name"]), ({str(k): str(v) for k, v in params.items()} if isinstance(params, dict) else {})
+        if sweep is None:
+            return ident, {}
+        base = naming.render(*sweep)
+        n = self._label_calls.get(base, 0) + 1
+        self._label_calls[base] = n
+        return (base if n == 1 else f"{base} #{n}"), dict(sweep[1])
+
+    def rename(self) -> None:
+        """Name the plain pass's calls from all of them (``naming.auto_names``): a sweep point by its
+        sweep, the calls of one site by the arguments that differ between them, else by the id.
+        Labelled calls keep their label."""
+        if self.pass_name not in (contract.PASS_PLAIN, None):
+            return
+        auto = sorted((c for c in self.captures if not c.explicit), key=lambda c: c.seq)
+        items = [naming.NameInput(c.id, c.id.rsplit(" #", 1)[0], c.site.function, c.site.line, c.sweep, c.args)
+                 for c in auto]  # fmt: skip
+        taken = {c.name for c in self.captures if c.explicit}
+        for c, (name, params) in zip(auto, naming.auto_names(items, taken), strict=True):
+            c.name, c.params = name, params
+
+    @contextmanager
+    def sweep_point(self, base: str, params: dict[str, str]) -> Iterator[None]:
+        """The timings made inside belong to the sweep point ``base`` with ``params`` (a
+        ``perf_report`` call of the benchmark function)."""
+        stack = getattr(self.local, "sweep", None)
+        if stack is None:
+            stack = self.local.sweep = []
+        stack.append((base, params))
+        try:
+            yield
+        finally:
+            stack.pop()
 
     def labels_for(self, site: Site) -> str | None:
         for (file, line), name in self.labels.items():
@@ -338,12 +416,21 @@ class Layer:
 
             os.makedirs(os.path.dirname(path), exist_ok=True)
             write_json_atomic(path, doc, indent=1, allow_nan=False)
+            from nsightwrap.capture.autotune import tuners
+
+            T = tuners()
+            if T is not None:
+                T.write()  # the autotuners' choices so far, beside the sidecar
             self.spacing.wrote(t0)
         except Exception as exc:  # noqa: BLE001 - a full disk must not stop the script
             self.errors.append({"where": "sidecar", "error": f"{type(exc).__name__}: {exc}"})
 
     def document(self) -> dict[str, Any]:
         torch = sys.modules.get("torch")
+        try:
+            self.rename()
+        except Exception as exc:  # noqa: BLE001 - the names given when the calls began stay
+            self.error("naming", exc)
         entries = [c.to_entry() for c in self.captures if c.samples_ns or c.user_value_ns is not None]
         return {
             "format": contract.SIDECAR_FORMAT, "version": contract.SIDECAR_VERSION, "pid": os.getpid(),
@@ -373,22 +460,35 @@ class Layer:
             self.error("device", exc)
         return {}
 
+    def _read_plain(self) -> None:
+        self._plain, self._plain_ids = {}, {}
+        if not self.run_dir:
+            return
+        import glob
+
+        for p in sorted(glob.glob(os.path.join(self.run_dir, contract.PASS_PLAIN, "timer-*-capture.json"))):
+            try:
+                with open(p, encoding="utf-8") as f:
+                    doc = json.load(f)
+                for e in doc.get("benchmarks") or []:
+                    self._plain.setdefault(str(e.get("name")), e)
+                    src = e.get("source")
+                    if isinstance(src, dict) and src.get("id"):
+                        self._plain_ids.setdefault(str(src["id"]), e)
+            except (OSError, ValueError, AttributeError):
+                continue
+
     def plain_value(self, name: str) -> Any:
         """What the call named ``name`` returned in the plain pass (the ncu pass's placeholder)."""
         if self._plain is None:
-            self._plain = {}
-            if self.run_dir:
-                import glob
+            self._read_plain()
+        return (self._plain or {}).get(name)
 
-                for p in sorted(glob.glob(os.path.join(self.run_dir, contract.PASS_PLAIN, "timer-*-capture.json"))):
-                    try:
-                        with open(p, encoding="utf-8") as f:
-                            doc = json.load(f)
-                        for e in doc.get("benchmarks") or []:
-                            self._plain.setdefault(str(e.get("name")), e)
-                    except (OSError, ValueError, AttributeError):
-                        continue
-        return self._plain.get(name)
+    def plain_entry(self, ident: str) -> dict[str, Any] | None:
+        """The plain pass's sidecar entry of the call with id ``ident`` (its name and params)."""
+        if self._plain_ids is None:
+            self._read_plain()
+        return (self._plain_ids or {}).get(ident)
 
 
 def _parse_labels(raw: str) -> dict[tuple[str, int], str]:

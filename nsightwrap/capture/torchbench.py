@@ -142,7 +142,7 @@ def _make(orig: Any, method: str) -> Any:
             return orig(self, *args, **kwargs)
         cap = None
         with guarded("torch_benchmark"):
-            cap = L.begin("torch_benchmark", site, what=f"Timer.{method}", api=api, label=_task_label(self))
+            cap = L.begin("torch_benchmark", site, what=f"Timer.{method}", api=api, label=_task_label(self), frame=frame)
         if cap is None:
             return orig(self, *args, **kwargs)
         if L.under_ncu:

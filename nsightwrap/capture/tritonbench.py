@@ -27,6 +27,7 @@ from typing import Any
 
 from nsightwrap.capture import gpuwindows, ranges
 from nsightwrap.capture.events import SUPPRESS, Sink, Window, bare_events, sinks
+from nsightwrap.capture.naming import param_value
 from nsightwrap.capture.state import Capture, Layer, guarded, layer, over_cap, patch, site_of
 
 RETURN_MODES = ("min", "max", "mean", "median", "all")
@@ -157,7 +158,7 @@ def make_wrapper(orig: Any, kind: str) -> Any:
             return orig(*args, **kwargs)
         cap = None
         with guarded(kind):
-            cap = L.begin(kind, site, what=kind, api=api)
+            cap = L.begin(kind, site, what=kind, api=api, frame=frame)
         if cap is None:
             return orig(*args, **kwargs)
         if L.under_ncu:
@@ -409,4 +410,52 @@ def patch_testing(mod: Any) -> None:
         orig = getattr(mod, name, None)
         if callable(orig):
             patch(mod, name, make_wrapper(orig, kind))
+    mark = getattr(mod, "Mark", None)
+    if isinstance(mark, type) and callable(vars(mark).get("_run")):
+        patch(mark, "_run", _named_sweep(vars(mark)["_run"]))
     mod._nsightwrap_patched = True
+
+
+def sweep_of(bench: Any, fn: Any) -> tuple[str, list[str]]:
+    """A ``triton.testing.Benchmark``'s name (its ``plot_name``, else the function's) and the
+    arguments it varies: ``line_arg``, then ``x_names`` (``args`` are the same at every point)."""
+    base = str(getattr(bench, "plot_name", None) or getattr(fn, "__name__", None) or "perf_report")
+    names = [str(getattr(bench, "line_arg", "") or "")] + [str(x) for x in (getattr(bench, "x_names", None) or ())]
+    return base.replace("[", "(").replace("]", ")"), [n for n in dict.fromkeys(names) if n]
+
+
+def _named_sweep(run: Any) -> Any:
+    """``Mark._run`` (one Benchmark of a ``perf_report``): each call of the benchmark function is a
+    sweep point, and the timings made inside it are named by it (naming.auto_names)."""
+
+    @functools.wraps(run)
+    def _run(self: Any, bench: Any, *args: Any, **kwargs: Any) -> Any:
+        L = layer()
+        fn = getattr(self, "fn", None)
+        if L is None or not callable(fn):
+            return run(self, bench, *args, **kwargs)
+        try:
+            base, varied = sweep_of(bench, fn)
+        except Exception as exc:  # noqa: BLE001 - the sweep runs as without nsightwrap
+            L.error("perf_report", exc)
+            return run(self, bench, *args, **kwargs)
+
+        def point(*a: Any, **k: Any) -> Any:
+            params: dict[str, str] = {}
+            with guarded("perf_report"):
+                for name in varied:
+                    v = param_value(k[name]) if name in k else None
+                    if v is not None:
+                        params[name] = v
+            if not params:  # nothing to tell the points apart by: named as any other call
+                return fn(*a, **k)
+            with L.sweep_point(base, params):
+                return fn(*a, **k)
+
+        self.fn = point
+        try:
+            return run(self, bench, *args, **kwargs)
+        finally:
+            self.fn = fn
+
+    return _run

@@ -209,3 +209,9 @@ BASE_CLOCK_GAP = 0.05
 #: clock of the timed loop. Others (NVML, nvidia-smi samples) are read from the host and can miss
 #: the clock under load, so the kernels' own durations under nsys check them.
 TRUSTED_CLOCK_SOURCES = ("nsys GPU metrics", "probe", "stamps", "given", "boost", "base")
+
+
+#: The capture layer's record of ``triton.autotune`` choices, one file per process beside the
+#: sidecar: ``RUN_DIR/<pass>/autotune-<pid>.json`` (docs/capture.md, "Autotuned kernels").
+AUTOTUNE_FORMAT = "nsightwrap-autotune"
+AUTOTUNE_GLOB = "autotune-*.json"

@@ -101,3 +101,60 @@ def do_bench_cudagraph(fn, rep=20, grad_to_none=None, quantiles=None, return_mod
             torch.cuda.synchronize()
             ret += [start_event.elapsed_time(end_event) / n_repeat]
         return _summarize_statistics(ret, quantiles, return_mode)
+
+
+class Benchmark:
+    """triton.testing.Benchmark: the sweep of a perf_report."""
+
+    def __init__(self, x_names, x_vals, line_arg, line_vals, line_names, plot_name, args, xlabel="", ylabel="",
+                 x_log=False, y_log=False, styles=None):
+        self.x_names = x_names
+        self.x_vals = x_vals
+        self.x_log = x_log
+        self.line_arg = line_arg
+        self.line_vals = line_vals
+        self.line_names = line_names
+        self.y_log = y_log
+        self.styles = styles
+        self.xlabel = xlabel
+        self.ylabel = ylabel
+        self.plot_name = plot_name
+        self.args = args
+
+
+class Mark:
+    """triton.testing.Mark as triton 3.6 structures it: run() -> _run(bench) per Benchmark, which calls
+    self.fn once per (x, line) point with keyword arguments (no pandas or matplotlib here: the
+    rows are printed)."""
+
+    def __init__(self, fn, benchmarks):
+        self.fn = fn
+        self.benchmarks = benchmarks
+
+    def _run(self, bench, save_path, show_plots, print_data, diff_col=False, save_precision=6, **kwrags):
+        rows = []
+        for x in bench.x_vals:
+            if not isinstance(x, (list, tuple)):
+                x = [x for _ in bench.x_names]
+            x_args = dict(zip(bench.x_names, x, strict=True))
+            row = []
+            for y in bench.line_vals:
+                ret = self.fn(**x_args, **{bench.line_arg: y}, **bench.args, **kwrags)
+                row.append(ret[0] if isinstance(ret, (list, tuple)) else ret)
+            rows.append((x, row))
+        if print_data:
+            print(bench.plot_name + ":")
+            for x, row in rows:
+                print(x, row)
+        return rows
+
+    def run(self, show_plots=False, print_data=False, save_path="", return_df=False, **kwargs):
+        has_single_bench = isinstance(self.benchmarks, Benchmark)
+        benchmarks = [self.benchmarks] if has_single_bench else self.benchmarks
+        result = [self._run(bench, save_path, show_plots, print_data, **kwargs) for bench in benchmarks]
+        if return_df:
+            return result[0] if has_single_bench else result
+
+
+def perf_report(benchmarks):
+    return lambda fn: Mark(fn, benchmarks)
