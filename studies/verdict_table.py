@@ -1,0 +1,123 @@
+"""Each benchmark's verdict set against what ncu, carried to the clock the loop ran at, says, and
+each gap part against its bound: the validation table of a run of an unmodified script.
+
+    python -m studies.verdict_table RUN_DIR_OR_REPORT_JSON ... [--tolerance 0.1] [--json OUT]
+
+For every benchmark: the timing T (what the script's timing method reported), ncu's per-iteration
+sum at ncu's own clocks and carried to the reference clock, that clock and where it was measured,
+the ratio the verdict used, the verdict, and the check: whether ``|T / ncu@clock - 1|`` is within
+the tolerance where the verdict says ``ok`` and outside it where it does not. Then the gap's parts,
+the largest bound named in a part's evidence, and the residual as a share of the gap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+OK_WORDS = ("ok",)
+NOT_JUDGED = ("no ncu", "no timer", "no data")
+
+
+def _report(path: Path) -> dict[str, Any]:
+    if path.is_file():
+        return json.loads(path.read_text())
+    cp = subprocess.run([sys.executable, "-m", "nsightwrap", "report", str(path), "--format", "json", "--detail"],
+                        capture_output=True, text=True)  # fmt: skip
+    if cp.returncode not in (0, 1) or not cp.stdout.strip():
+        cp = subprocess.run([sys.executable, "-m", "nsightwrap", "report", str(path), "--format", "json"],
+                            capture_output=True, text=True)  # fmt: skip
+    return json.loads(cp.stdout)
+
+
+def _src(s: str | None) -> str:
+    s = s or ""
+    for key, short in (("ncu's own clock", "ncu's own"), ("plain pass GPU", "plain"), ("nsys GPU metrics", "nsys"),
+                       ("timer stamps", "stamps"), ("nvidia-smi", "smi")):  # fmt: skip
+        if s.startswith(key) or (key != "ncu's own clock" and key in s):
+            return short
+    return s[:20] or "-"
+
+
+def _bound(ev: Any) -> float | None:
+    if not isinstance(ev, dict):
+        return None
+    vals = [v for k, v in ev.items() if "bound" in k and isinstance(v, (int, float))]
+    return max(vals) if vals else None
+
+
+def rows(doc: dict[str, Any], tol: float) -> list[dict[str, Any]]:
+    out = []
+    for b in doc.get("benchmarks") or ():
+        timer, ncu = b.get("timer") or {}, b.get("ncu") or {}
+        t = b.get("user_value_ns") or timer.get("median_ns")
+        n_raw, n_ref = ncu.get("median_ns"), ncu.get("normalized_ns") or ncu.get("median_ns")
+        verdict = str(b.get("verdict"))
+        check = "-"
+        if t and n_ref and verdict not in NOT_JUDGED:
+            within = abs(t / n_ref - 1) <= tol
+            check = "agrees" if within == (verdict in OK_WORDS) else "DIFFERS"
+        gap = b.get("gap") or {}
+        parts = gap.get("parts") or []
+        total, resid = gap.get("total_ns"), gap.get("residual_ns")
+        out.append({
+            "name": b.get("name"), "t_us": t / 1e3 if t else None, "ncu_raw_us": n_raw / 1e3 if n_raw else None,
+            "ncu_ref_us": n_ref / 1e3 if n_ref else None, "clock_ghz": (b.get("ref_clock_hz") or 0) / 1e9 or None,
+            "clock_src": _src(b.get("ref_clock_source")), "ratio": b.get("ratio"), "ratio_raw": b.get("ratio_raw"),
+            "verdict": verdict, "check": check,
+            "parts": [(p.get("cause"), p.get("ns", 0) / 1e3, _bound(p.get("evidence"))) for p in parts],
+            "residual_us": resid / 1e3 if resid is not None else None,
+            "residual_share": abs(resid) / abs(total) if resid is not None and total else None,
+        })  # fmt: skip
+    return out
+
+
+def _f(v: Any, fmt: str = ".2f") -> str:
+    return format(v, fmt) if isinstance(v, (int, float)) else "-"
+
+
+def table(name: str, rs: list[dict[str, Any]]) -> str:
+    lines = [f"### {name}", "",
+             "| benchmark | T us | ncu raw us | ncu @clock us | clock GHz (source) | ratio | verdict | check | parts us (bound us) | residual us (% of gap) |",
+             "| --- | ---: | ---: | ---: | --- | ---: | --- | --- | --- | ---: |"]  # fmt: skip
+    for r in rs:
+        parts = ", ".join(f"{c} {v:+.2f}" + (f" ({b / 1e3:.1f})" if b else "") for c, v, b in r["parts"]) or "-"
+        share = f" ({r['residual_share'] * 100:.0f}%)" if r["residual_share"] is not None else ""
+        name_cell = str(r["name"]).replace("|", "\\|")
+        lines.append(f"| {name_cell} | {_f(r['t_us'])} | {_f(r['ncu_raw_us'])} | {_f(r['ncu_ref_us'])} | "
+                     f"{_f(r['clock_ghz'], '.3f')} ({r['clock_src']}) | {_f(r['ratio'])} | {r['verdict']} | {r['check']} | "
+                     f"{parts} | {_f(r['residual_us'])}{share} |")  # fmt: skip
+    judged = [r for r in rs if r["check"] != "-"]
+    agree = sum(r["check"] == "agrees" for r in judged)
+    decomposed = [r for r in rs if r["residual_share"] is not None and r["parts"]]
+    small = sum(r["residual_share"] <= 0.10 for r in decomposed)
+    clocked = sum(r["clock_src"] not in ("ncu's own", "-") for r in rs)
+    no_ncu = sum(r["verdict"] == "no ncu" for r in rs)
+    lines += ["", f"{len(rs)} benchmarks: verdict agrees with ncu at the clock on {agree} of {len(judged)} judged; "
+              f"clock measured for {clocked}; `no ncu` {no_ncu}; residual within 10% of the gap on {small} of "
+              f"{len(decomposed)} decomposed", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", type=Path)
+    ap.add_argument("--tolerance", type=float, default=0.10)
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args(argv)
+    everything = {}
+    for p in a.runs:
+        rs = rows(_report(p), a.tolerance)
+        everything[str(p)] = rs
+        print(table(p.name, rs))
+    if a.json:
+        a.json.write_text(json.dumps(everything))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
