@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from nsightwrap.core.contract import PASS_NCU
 from nsightwrap.core.errors import NsightwrapError, ReportParseError
 from nsightwrap.core.rundir import MANIFEST_NAME, SWEEP_PASSES, read_manifest
-from nsightwrap.core.contract import PASS_NCU
 
 #: The passes whose directory holds an ncu report (``<pass>/report.ncu-rep``).
 NCU_PASSES = (PASS_NCU, *SWEEP_PASSES)
