@@ -292,3 +292,23 @@ def test_an_invalid_unpacked_copy_is_removed_from_the_cache(tmp_path: Path) -> N
     assert cache.is_dir()  # the report was unpacked there, then removed
     assert not list(cache.rglob("*.ncu-rep*"))
     assert digests(run) == before
+
+
+def test_the_shortfall_says_when_the_pass_itself_ended_early(tmp_path: Path) -> None:
+    from nsightwrap.analysis.ncucount import check_whole, shortfall
+
+    report = tmp_path / "ncu" / "report.ncu-rep"
+    ok = {"name": "ncu", "status": "ok", "kernels_profiled": 27}
+    assert shortfall(report, 27, ok, tmp_path) is None
+    assert shortfall(report, 30, ok, tmp_path) is None
+    assert shortfall(report, 3, {"name": "ncu", "status": "ok", "kernels_profiled": None}, tmp_path) is None
+    assert shortfall(report, 3, None, tmp_path) is None
+    assert shortfall(report, 26, ok, tmp_path) == (
+        f"{report}: Nsight Compute report holds 26 of the 27 kernels its ncu pass profiled "
+        f"({tmp_path / 'manifest.json'}): the report was cut short (a copy stopped early, a full disk)"
+    )
+    timed_out = {**ok, "status": "timeout", "message": "ncu pass ran past --timeout 60 s"}
+    why = shortfall(report, 26, timed_out, tmp_path)
+    assert why is not None and why.endswith("the report is partial (the pass timed out: ncu pass ran past --timeout 60 s)")
+    with pytest.raises(ReportParseError, match="take the run again with nsightwrap profile"):
+        check_whole(report, 26, ok, tmp_path)

@@ -43,10 +43,16 @@ def shortfall(report: Path, held: int, record: Mapping[str, Any] | None, run_dir
     want = profiled(record)
     if want is None or held >= want:
         return None
-    name = (record or {}).get("name", "ncu")
+    rec = record or {}
+    status = rec.get("status")
+    if status in (None, "ok"):
+        why = "the report was cut short (a copy stopped early, a full disk)"
+    else:  # the pass itself ended early: its report holds what ncu wrote before
+        ended = {"timeout": "timed out", "interrupted": "was interrupted"}.get(str(status), str(status))
+        why = f"the report is partial (the pass {ended}" + (f": {rec['message']})" if rec.get("message") else ")")
     return (
-        f"{report}: Nsight Compute report holds {held} of the {want} kernels its {name} pass profiled "
-        f"({run_dir / MANIFEST_NAME}): the report was cut short (a copy stopped early, a full disk)"
+        f"{report}: Nsight Compute report holds {held} of the {want} kernels its {rec.get('name', 'ncu')} pass "
+        f"profiled ({run_dir / MANIFEST_NAME}): {why}"
     )
 
 
