@@ -334,8 +334,8 @@ def check_ncu_rep(path: Path) -> int:
             length = int.from_bytes(raw, "little")
             if length == 0:  # ncu never writes an empty block header: zeros where data belongs
                 zeros = _zero_run(f, i, size)
-                end = "zeros to the end" if i + zeros == size else f"at least {zeros:,} zero bytes"
-                raise _refuse(path, f"zero-filled from byte {i:,} of {size:,} ({end}; {declared} kernels "
+                how = "zeros to the end" if i + zeros == size else f"at least {zeros:,} zero bytes"
+                raise _refuse(path, f"zero-filled from byte {i:,} of {size:,} ({how}; {declared} kernels "
                               "before it): the file lost its end (disk full, a copy cut short, a crash)")  # fmt: skip
             if i + 4 + length > size:
                 raise _refuse(path, f"truncated: cut at byte {size:,}, inside the block header at byte {i:,} "
