@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from nsightwrap.analysis.ncucount import check_whole, run_record
 from nsightwrap.core.errors import ReportParseError, UsageError
 from nsightwrap.parsers.kind import ReportKind, detect
 from nsightwrap.parsers.ncu import read_ncu_rep
@@ -153,6 +154,8 @@ def _ncu_view(path: Path, kind: ReportKind, by: str, read_ncu: NcuRepReader) -> 
     from nsightwrap.parsers import ncu
 
     kernels = read_ncu(path) if kind is ReportKind.NCU_REP else ncu.read_ncu_csv(path)
+    if kind is ReportKind.NCU_REP and (found := run_record(path)) is not None:
+        check_whole(path, len(kernels), found[1], found[0])  # a report in a run directory: by its manifest
     if by == "kernel":
         return View(f"ncu kernels: {path}", kernels, NCU_KERNEL_TABLE)
     ranges = ncu.kernels_by_range(kernels)

@@ -49,6 +49,7 @@ from nsightwrap.analysis.model import (
     Settings,
     TimerStats,
 )
+from nsightwrap.analysis.ncucount import check_whole, pass_record, shortfall
 from nsightwrap.analysis.ncusample import kernel_cap, ncu_stats_sampled
 from nsightwrap.analysis.plainclock import plain_pass_clocks
 from nsightwrap.analysis.power import attach_power
@@ -117,7 +118,7 @@ def analyze(
     notes: list[str] = []
 
     crashes: list[str] = []
-    ncu = _read_ncu(layout, notes, crashes, read_ncu)
+    ncu = _read_ncu(layout, notes, crashes, read_ncu, manifest)
     if ncu is not None:
         ncu = _with_clock_sweep(ncu, layout, manifest, notes, crashes, read_ncu)
         if what_if is not None:
@@ -426,18 +427,25 @@ def _merge_specs(specs: Sequence[BenchmarkSpec]) -> list[BenchmarkSpec]:
 
 
 def _read_ncu(
-    layout: RunLayout, notes: list[str], crashes: list[str] | None = None, read: NcuRepReader = read_ncu_rep
+    layout: RunLayout,
+    notes: list[str],
+    crashes: list[str] | None = None,
+    read: NcuRepReader = read_ncu_rep,
+    manifest: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame | None:
     if not layout.ncu_report.is_file():
         notes.append("no ncu report (ncu/report.ncu-rep): the ncu pass did not run or failed")
         return None
     try:
-        return read(layout.ncu_report)
+        kernels = read(layout.ncu_report)
     except NativeReaderCrashed as exc:  # the reader ran in a child, which crashed: no ncu numbers
         notes.append(f"ncu numbers missing: {exc}")
         if crashes is not None:
             crashes.append(str(exc))
         return None
+    # A report cut at a block boundary reads as a whole one: only the pass's count tells (exit 2).
+    check_whole(layout.ncu_report, len(kernels), pass_record(manifest or {}, PASS_NCU), layout.root)
+    return kernels
 
 
 def _capped_pass(ncu: pd.DataFrame) -> str:
@@ -447,20 +455,33 @@ def _capped_pass(ncu: pd.DataFrame) -> str:
 
 
 def _sweep_record(manifest: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
-    return next((p for p in manifest.get("passes") or [] if isinstance(p, Mapping) and p.get("name") == name), None)
+    return pass_record(manifest, name)
 
 
 def _sweep_report(
-    report: Path, what: str, notes: list[str], crashes: list[str], read: NcuRepReader
-) -> pd.DataFrame | None:
+    layout: RunLayout, name: str, what: str, then: str, manifest: Mapping[str, Any], notes: list[str],
+    crashes: list[str], read: NcuRepReader,
+) -> tuple[pd.DataFrame | None, bool]:
+    """``(kernels, told)``: the report of clock-sweep pass ``name``, or None (``told``: a note said
+    why and what follows, ``then``). The sweep only refines the ncu pass's figures, so a report that
+    is damaged or holds fewer kernels than its pass profiled is left out with a note, never read in part."""
+    report = layout.sweep_report(name)
     if not report.is_file():
-        return None
+        return None, False
     try:
-        return read(report)
+        kernels = read(report)
     except NativeReaderCrashed as exc:
         crashes.append(str(exc))
         notes.append(f"{what} report unreadable ({exc})")
-        return None
+        return None, False
+    except ReportParseError as exc:
+        notes.append(f"{what} report not used: {exc.message}; {then}")
+        return None, True
+    why = shortfall(report, len(kernels), _sweep_record(manifest, name), layout.root)
+    if why is not None:
+        notes.append(f"{what} report not used: {why}; {then}")
+        return None, True
+    return kernels, False
 
 
 def _missing_pass(rec: Mapping[str, Any] | None, what: str, then: str) -> str:
@@ -480,7 +501,11 @@ def _with_clock_sweep(
     """The ncu kernels with the durations of the duration pass (``clocks.attach_durations``), the
     base-clock pass's twins and measured elasticities (``clocks.attach_base``), and notes saying
     where durations come from the ncu pass's replay or elasticities are only a guess."""
-    light = _sweep_report(layout.ncu_duration_report, "duration-pass", notes, crashes, read)
+    counters = (
+        "ncu durations are the ncu pass's, whose counters take 17 replay passes (12 with "
+        "--no-roofline-counters) and can read kernels a few % long"
+    )
+    light, told = _sweep_report(layout, DURATION_PASS, "duration-pass", counters, manifest, notes, crashes, read)
     first = durations_first(ncu, light)
     if first is not None:
         out, carried = first
@@ -493,12 +518,9 @@ def _with_clock_sweep(
             )
     else:
         out, taken = attach_durations(ncu, light)
-    counters = (
-        "ncu durations are the ncu pass's, whose counters take 17 replay passes (12 with "
-        "--no-roofline-counters) and can read kernels a few % long"
-    )
     if light is None:
-        notes.append(_missing_pass(_sweep_record(manifest, DURATION_PASS), "duration pass", counters))
+        if not told:
+            notes.append(_missing_pass(_sweep_record(manifest, DURATION_PASS), "duration pass", counters))
     elif taken < len(out):
         notes.append(
             f"ncu durations from the duration pass for {taken} of {len(out)} ncu kernels; the others keep the "
@@ -512,11 +534,12 @@ def _with_clock_sweep(
                 f"ncu durations from the duration pass (duration and SM clock only, one replay pass); the ncu "
                 f"pass with its counters read them {100 * (ratio - 1):+.1f}% (median over {taken} kernels)"
             )
-    base = _sweep_report(layout.ncu_base_report, "clock-sweep", notes, crashes, read)
-    out, measured = attach_base(out, base)
     guess = "clock elasticities are a guess from ncu's throughput counters (1 if SM-bound, 0 if DRAM-bound)"
+    base, told = _sweep_report(layout, CLOCK_SWEEP_PASS, "clock-sweep", guess, manifest, notes, crashes, read)
+    out, measured = attach_base(out, base)
     if base is None:
-        notes.append(_missing_pass(_sweep_record(manifest, CLOCK_SWEEP_PASS), "clock-sweep pass", guess))
+        if not told:
+            notes.append(_missing_pass(_sweep_record(manifest, CLOCK_SWEEP_PASS), "clock-sweep pass", guess))
     elif measured == 0:
         clocks = pd.to_numeric(base["sm_clock_hz"], errors="coerce")
         notes.append(

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pandas as pd
 
@@ -62,6 +61,10 @@ _DERIVED: Mapping[str, tuple[str, ...]] = {
 _MAGIC = b"NVR\0"
 _RESULTS_FIELD = 2
 _PAYLOAD_FIELD = 5
+# No block payload of a real report ends in a zero byte (every report in fixtures/); a file that
+# ends in this many is taken as zero-filled. Zero runs are read this far at most.
+_ZERO_TAIL = 16
+_ZERO_PROBE = 1 << 20
 
 _CSV_REQUIRED = ("ID", "Kernel Name")
 _CSV_PUSHPOP_PREFIX = "thread Domain:Push/Pop_Range"
@@ -272,34 +275,87 @@ def _block_header(header: bytes) -> tuple[int, int]:
     return results, payload
 
 
+def _refuse(path: Path, what: str) -> ReportParseError:
+    return ReportParseError(f"{path}: Nsight Compute report is {what}",
+                            hint="take the report again (the file is kept as it is)")  # fmt: skip
+
+
+def _zero_run(f: BinaryIO, at: int, size: int) -> int:
+    """How many zero bytes follow ``at`` (at most ``_ZERO_PROBE``, so a huge file costs one read)."""
+    f.seek(at)
+    chunk = f.read(min(_ZERO_PROBE, size - at))
+    return len(chunk) - len(chunk.lstrip(b"\0"))
+
+
+def _zero_tail(f: BinaryIO, size: int) -> int:
+    """How many zero bytes end the file (up to ``_ZERO_PROBE``)."""
+    n = min(_ZERO_PROBE, size)
+    f.seek(size - n)
+    chunk = f.read(n)
+    return len(chunk) - len(chunk.rstrip(b"\0"))
+
+
 def check_ncu_rep(path: Path) -> int:
     """Raise ReportParseError unless ``path`` looks like a complete ``.ncu-rep``; return its kernel count.
 
-    Reads block headers only: ncu_report itself accepts text files, truncated and damaged
-    reports without a word, returning no kernels or only those before the damage. The count
-    is what the block headers declare, to be checked against what ncu_report reads.
+    Reads the magic, the file header's length and every block header (seeking past payloads, so a
+    report of any size costs a few reads per kernel): ncu_report itself accepts text files,
+    truncated, zero-filled and damaged reports without a word, returning no kernels or only those
+    before the damage. The count is what the block headers declare, to be checked against what
+    ncu_report reads. A file cut exactly at a block boundary passes: it is a valid shorter report
+    (the run's manifest tells how many kernels its pass profiled: analysis/ncucount.py).
     """
-    data = path.read_bytes()
-    what = "take the report again, or open it in ncu-ui to check it"
-    if data[:4] != _MAGIC:
-        raise ReportParseError(f"{path}: not an Nsight Compute report (no NVR header)",
-                               hint="pass the .ncu-rep file written by ncu -o")  # fmt: skip
     try:
-        (size,) = struct.unpack_from("<I", data, 4)
-        i, declared = 8 + size, 0
-        while i < len(data):
-            (size,) = struct.unpack_from("<I", data, i)
-            i += 4
-            if i + size > len(data):
-                raise ValueError("block header runs past the end")
-            results, payload = _block_header(data[i : i + size])
+        size = path.stat().st_size
+        f = path.open("rb")
+    except OSError as exc:
+        raise InputNotFound(f"{path}: cannot be read ({exc.strerror})", hint="check the path and its permissions") from None
+    with f:
+        head = f.read(8)
+        if head[:4] != _MAGIC:
+            if not head.strip(b"\0"):
+                what = "empty" if not head else f"zero-filled from its start ({size:,} bytes)"
+                raise ReportParseError(f"{path}: not an Nsight Compute report: the file is {what}",
+                                       hint="take the report again (the ncu that wrote it failed or was killed)")  # fmt: skip
+            raise ReportParseError(f"{path}: not an Nsight Compute report (no NVR header)",
+                                   hint="pass the .ncu-rep file written by ncu -o")  # fmt: skip
+        if len(head) < 8:
+            raise _refuse(path, f"truncated: {size} bytes, shorter than its file header")
+        i = 8 + int.from_bytes(head[4:], "little")
+        if i > size:
+            raise _refuse(path, f"truncated: its file header runs past the end ({size:,} bytes)")
+        declared = 0
+        while i < size:
+            f.seek(i)
+            raw = f.read(4)
+            if len(raw) < 4:
+                raise _refuse(path, f"truncated: cut at byte {size:,}, inside the block header at byte {i:,} "
+                              f"({declared} kernels before it)")  # fmt: skip
+            length = int.from_bytes(raw, "little")
+            if length == 0:  # ncu never writes an empty block header: zeros where data belongs
+                zeros = _zero_run(f, i, size)
+                how = "zeros to the end" if i + zeros == size else f"at least {zeros:,} zero bytes"
+                raise _refuse(path, f"zero-filled from byte {i:,} of {size:,} ({how}; {declared} kernels "
+                              "before it): the file lost its end (disk full, a copy cut short, a crash)")  # fmt: skip
+            if i + 4 + length > size:
+                raise _refuse(path, f"truncated: cut at byte {size:,}, inside the block header at byte {i:,} "
+                              f"({declared} kernels before it)")  # fmt: skip
+            try:
+                results, payload = _block_header(f.read(length))
+            except ValueError as exc:
+                raise _refuse(path, f"truncated or corrupt (the block header at byte {i:,}: {exc})") from None
+            end = i + 4 + length + payload
+            if end > size:
+                raise _refuse(path, f"truncated: cut at byte {size:,}, inside the block at byte {i:,} that needs "
+                              f"{end - size:,} bytes more ({declared} kernels before it)")  # fmt: skip
             declared += results
-            i += size + payload
-        if i != len(data):
-            raise ValueError("last block runs past the end")
-    except (ValueError, struct.error) as exc:
-        raise ReportParseError(f"{path}: Nsight Compute report is truncated or corrupt ({exc})",
-                               hint=what) from None  # fmt: skip
+            i = end
+        zeros = _zero_tail(f, size)
+        if zeros >= _ZERO_TAIL:
+            # No payload of a real report ends in a zero byte (checked on every fixture): this is a
+            # tail overwritten with zeros inside the last block, which ncu_report may read as data.
+            raise _refuse(path, f"zero-filled at its end (its last {zeros:,} bytes are zeros): the file "
+                          "lost its end (disk full, a copy cut short, a crash)")  # fmt: skip
     return declared
 
 
