@@ -49,7 +49,7 @@ from nsightwrap.analysis.model import (
     Settings,
     TimerStats,
 )
-from nsightwrap.analysis.ncusample import kernel_cap, ncu_stats_sampled
+from nsightwrap.analysis.ncusample import coverage_context, kernel_cap, ncu_stats_sampled
 from nsightwrap.analysis.power import attach_power
 from nsightwrap.analysis.reconcile import BenchmarkSpec, reconcile_all, specs_from_nvtx
 from nsightwrap.analysis.roofline import attach_rooflines
@@ -268,12 +268,14 @@ def _reconcile_all(
         m = manifest or {}
         iters = _dig(m, "settings", "ncu_iters")
         sampled = ncu_stats_sampled(ncu, specs, [hz for hz, _ in refs], found, kernel_cap(m, _capped_pass(ncu)),
-                                    int(iters) if isinstance(iters, int) and iters > 0 else None)  # fmt: skip
+                                    int(iters) if isinstance(iters, int) and iters > 0 else None,
+                                    ncu_cache_control=ncu_cache_control, **coverage_context(m))  # fmt: skip
         n_list, sampled_notes = list(sampled.stats), sampled.notes
-        # A graph whose node kernels ncu's cap never reached has no ncu figure to judge it by
-        # (the note says why and how to get one), rather than a "missing kernels" verdict that
-        # blames the user's timing.
-        n_list = [None if starved else st for st, starved in zip(n_list, sampled.starved, strict=True)]
+        # A benchmark without ncu figures of its own (a graph whose node kernels ncu's cap never
+        # reached, a figure borrowed from another size, another config of a kernel, nothing
+        # profiled) has none to judge it by: "no ncu", the note says why and what gets one, rather
+        # than a verdict that blames the user's timing or a gap against other work.
+        n_list = [None if why else st for st, why in zip(n_list, sampled.no_ncu, strict=True)]
     s_list: list[NsysStats | None] = [None] * len(specs)
     timelines: list[Timeline | None] = [None] * len(specs)
     facts: list[WindowFacts | None] = [None] * len(specs)
