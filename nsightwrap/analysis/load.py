@@ -49,7 +49,7 @@ from nsightwrap.analysis.model import (
     Settings,
     TimerStats,
 )
-from nsightwrap.analysis.ncusample import coverage_context, kernel_cap, ncu_stats_sampled
+from nsightwrap.analysis.ncusample import NO_NCU_LEAD, coverage_context, kernel_cap, ncu_stats_sampled
 from nsightwrap.analysis.power import attach_power
 from nsightwrap.analysis.reconcile import BenchmarkSpec, reconcile_all, specs_from_nvtx
 from nsightwrap.analysis.roofline import attach_rooflines
@@ -289,7 +289,12 @@ def _reconcile_all(
         specs, n_list, s_list, timelines, refs, tolerance=tolerance, ncu_cache_control=ncu_cache_control,
         nsys_timers=nsys_timers, windows=facts,
     )  # fmt: skip
-    return [replace(r, notes=(*r.notes, *extra)) if extra else r for r, extra in zip(results, sampled_notes, strict=True)]
+    # A benchmark's reason for having no ncu figure comes first: it is what its verdict rests on.
+    return [
+        replace(r, notes=(*extra, *r.notes) if extra[:1] and extra[0].startswith(NO_NCU_LEAD) else (*r.notes, *extra))
+        if extra else r
+        for r, extra in zip(results, sampled_notes, strict=True)
+    ]  # fmt: skip
 
 
 def _plain_start(manifest: Mapping[str, Any]) -> float | None:

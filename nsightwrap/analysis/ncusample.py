@@ -127,8 +127,7 @@ def coverage_context(manifest: Mapping[str, Any]) -> dict[str, Any]:
     and the benchmarks the coverage pass re-profiled (``covered``: the plan's ``coverage``)."""
     settings = manifest.get("settings") if isinstance(manifest.get("settings"), Mapping) else {}
     assert isinstance(settings, Mapping)
-    filt = [str(a) for a in settings.get("nvtx_filter") or ()]
-    ours = (ncu_default_filter(), ncu_iteration_filter())
+    ours = {a for a in (*ncu_default_filter(), *ncu_iteration_filter()) if a not in ("--nvtx", "--nvtx-include")}
     k = settings.get("ncu_kernel_cap")
     plan = manifest.get("plan") if isinstance(manifest.get("plan"), Mapping) else {}
     assert isinstance(plan, Mapping)
@@ -136,9 +135,21 @@ def coverage_context(manifest: Mapping[str, Any]) -> dict[str, Any]:
     assert isinstance(cover, Mapping)
     return {
         "cap_option": f"--ncu-kernel-cap {k}" if isinstance(k, int) else None,
-        "user_filter": bool(filt) and filt not in [list(f) for f in ours],
+        "user_filter": any(f not in ours for f in _nvtx_includes(manifest)),
         "covered": tuple(str(p) for p in cover.get("benchmarks") or ()),
     }
+
+
+def _nvtx_includes(manifest: Mapping[str, Any]) -> list[str]:
+    """The ``--nvtx-include`` values of the ncu pass's command (``--ncu-args`` ones too)."""
+    for p in manifest.get("passes") or ():
+        if isinstance(p, Mapping) and p.get("name") == "ncu":
+            for c in p.get("commands") or ():
+                argv = [str(a) for a in (c.get("argv") or ())] if isinstance(c, Mapping) else []
+                return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--nvtx-include"] + [
+                    a.split("=", 1)[1] for a in argv if a.startswith("--nvtx-include=")
+                ]
+    return []
 
 
 def _cap_of_argv(argv: Sequence[str]) -> int:
