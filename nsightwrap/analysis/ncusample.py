@@ -102,8 +102,9 @@ class Sampled:
     #: with the option that fixes it), or None. The analysis gives such a benchmark no ncu figure.
     no_ncu: tuple[str | None, ...] = ()
     #: Per benchmark: whether a coverage pass (its iteration ranges, no cap) can give it ncu
-    #: figures of its own: its figure is missing or borrowed because of the cap or the shortened
-    #: loop, not because ncu ran another config or the user's filter left it out.
+    #: figures of its own: some of its launches have no ncu instance of their own (missing, or
+    #: carried from other benchmarks' launches), and not because ncu ran another config or the
+    #: user's filter left them out; never for a benchmark the coverage pass already ran for.
     coverable: tuple[bool, ...] = ()
 
 
@@ -296,6 +297,7 @@ def ncu_stats_sampled(
     unscaled: list[list[float]] = [[] for _ in range(n)]
     no_ncu: list[str | None] = [None] * n
     coverable = [False] * n
+    lent = [False] * n  # carried some launches from other benchmarks' instances
     looked: dict[Key, Key | None] = {}
     for b, first in sorted(firsts.items()):
         spec = specs[b]
@@ -355,6 +357,7 @@ def ncu_stats_sampled(
                         med_own[(b, got)] = _median_row(kernels, own_rows[(b, got)])
                     carry = dict(med_own[(b, got)])
                 else:
+                    lent[b] = True
                     carry = dict(med[got])
                     f, clocked = _work_ratio(b, key, got, src_benches, work, hz, elastic)
                     lo, hi = BORROW_BOUND if clocked else BORROW_BOUND_NO_CLOCK
@@ -395,6 +398,11 @@ def ncu_stats_sampled(
         elif not profiled[b] and not carried[b] and any(nsys_k.get((b, it)) for it in range(ncu_iters)):
             no_ncu[b], coverable[b] = _nothing_text(b, nsys_k, first, ncu_iters, calls, absent[b], user_filter,
                                                     b in recovered, cap, cap_option)  # fmt: skip
+    for b in range(n):
+        # A benchmark without instances of its own of some kernel (carried from others, or none at
+        # all) is one a coverage pass can give them to, unless it ran already.
+        if no_ncu[b] is None and b not in recovered and (lent[b] or missing[b]):
+            coverable[b] = True
     frame = kernels
     if added:
         frame = pd.concat([kernels, pd.DataFrame(added, columns=kernels.columns)], ignore_index=True)
@@ -474,7 +482,7 @@ def _multi_stream(found: NsysIterations) -> set[int]:
         return set()
     k = per[per["kind"].astype(str) == "kernel"]
     n = k.groupby("spec")["stream_id"].nunique()
-    return {int(b) for b, c in n.items() if c > 1}
+    return {int(str(b)) for b, c in n.items() if c > 1}
 
 
 def _l2_like_ncu(flush: str, cache_control: str) -> bool:
