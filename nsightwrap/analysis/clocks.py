@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -246,14 +247,20 @@ def durations_first(kernels: pd.DataFrame, light: pd.DataFrame | None) -> tuple[
     return out.reset_index(drop=True), int((source.loc[rows] == COUNTERS_SOURCES[1]).sum())
 
 
-def with_coverage(kernels: pd.DataFrame, cover: pd.DataFrame | None, column: str) -> tuple[pd.DataFrame, int]:
+def with_coverage(
+    kernels: pd.DataFrame, cover: pd.DataFrame | None, column: str, asked: Sequence[str] = ()
+) -> tuple[pd.DataFrame, int]:
     """The ncu kernels with every benchmark the coverage pass profiled taken from it: that
     benchmark's rows (capped, or missing) replaced by the coverage pass's own launches, each with
     the counters of the ncu pass's first instance of the same kernel at the same grid and block,
     in the same benchmark where there is one (``counters_source`` ``carried``; none: NaN), and
     ``column`` True. Launch ids follow the frame's, so that launch order stays the run's.
-    Returns (frame, benchmarks replaced)."""
+    Only the benchmarks the pass was run for count (``asked``: ``<range path>/<iteration prefix>``
+    of each). Returns (frame, benchmarks replaced)."""
     if cover is None or cover.empty:
+        return kernels, 0
+    cover = cover[[b in set(asked) for b in _benchmark_of(cover)]]
+    if cover.empty:
         return kernels, 0
     benches = set(_benchmark_of(cover))
     keep = kernels[[b not in benches for b in _benchmark_of(kernels)]] if not kernels.empty else kernels

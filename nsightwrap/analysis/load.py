@@ -535,7 +535,8 @@ def _with_clock_sweep(
     else:
         out, taken = attach_durations(ncu, light)
     cover = _sweep_report(layout.ncu_cover_report, "coverage-pass", notes, crashes, read)
-    out, replaced = with_coverage(out, cover, COVER_COLUMN)
+    asked = _dig(manifest, "plan", "coverage", "ranges")
+    out, replaced = with_coverage(out, cover, COVER_COLUMN, [str(r) for r in asked] if isinstance(asked, list) else [])
     if replaced:
         notes.append(
             f"ncu figures of {replaced} benchmark(s) from the coverage pass ({COVER_PASS}: their own iteration ranges, "

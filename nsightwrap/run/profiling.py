@@ -904,6 +904,7 @@ def _coverage(
     t_check = time.monotonic()
     benchmarks, why = check(prof.layout.root, manifest())
     record = {"runs": bool(benchmarks), "why": why, "benchmarks": [p for p, _ in benchmarks],
+              "ranges": [f"{p}/{prefix}" for p, prefix in benchmarks],
               "check_s": round(time.monotonic() - t_check, 3)}  # fmt: skip
     if plan is not None:
         plan.coverage = record
