@@ -138,7 +138,7 @@ def test_profile_cost_benchmark_on_the_fakes(tmp_path: Path, monkeypatch, capsys
     rows = res["rows"]
     assert rows["plain"]["rc"] == 0 and rows["nsightwrap profile"]["rc"] == 0
     names = [p["name"] for p in rows["nsightwrap profile"]["passes"]]
-    assert names == ["plain", "ncu", "ncu-duration", "ncu-base", "nsys"]
+    assert names == ["plain", "ncu", "ncu-duration", "ncu-base", "ncu-cover", "nsys"]
     assert rows["ncu by hand (same filter)"]["kernels"] == 18
     # Each log line carries the seconds since its run's launch, in order.
     stamps = [float(ln.split(None, 1)[0]) for ln in Path(rows["ncu by hand (same filter)"]["log"]).read_text().splitlines()]
