@@ -233,3 +233,18 @@ def test_a_graph_node_kernel_the_cap_never_reached_leaves_the_benchmark_unchecke
     assert out[graph].ncu is None and out[graph].verdict.value == "no_ncu"
     assert any("nodes of a CUDA graph" in n for n in out[graph].notes)
     assert not any(c.code.value == "extra_or_missing_kernels" for c in out[graph].causes)
+
+
+def test_another_config_in_the_ncu_pass_is_no_ncu_never_a_ratio(example: dict[str, Any]) -> None:
+    # mm_small's GEMM as if the ncu pass had run another config of it (an autotuner's other
+    # choice): grid 1x64x1 block 128 in ncu against nsys's grid 2x64x1 block 384.
+    ncu = example["ncu"].copy()
+    mine = ncu["nvtx_path"].astype(str).str.startswith("nsightwrap:mm_small/")
+    ncu.loc[mine, "grid"], ncu.loc[mine, "block"] = "1,64,1", "128,1,1"
+    got = ncu_stats_sampled(ncu, example["specs"], example["refs"], example["found"], 0, example["iters"])
+    i = next(i for i, s in enumerate(example["specs"]) if s.name == "mm_small")
+    why = got.no_ncu[i]
+    assert why is not None and why.startswith("no ncu: the ncu pass ran another config of nvjet_sm90_tst_64x32")
+    assert "(grid 1x64x1 block 128 against grid 2x64x1 block 384 under nsys)" in why
+    assert not got.coverable[i] and got.notes[i] == (why,)
+    assert all(w is None for j, w in enumerate(got.no_ncu) if j != i)  # the others untouched
