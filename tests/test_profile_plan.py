@@ -43,8 +43,10 @@ def test_plan_printed_and_kept_with_actual_pass_times(tmp_path: Path, monkeypatc
     assert all(isinstance(d["runs"], bool) and d["why"] for d in plan["decided"])
     assert plan["cut"] == [{"pass": d["pass"], "why": "not needed: " + d["why"]} for d in plan["decided"] if not d["runs"]]
     assert "(--ncu-counters-cap)" in plan["passes"][1]["what"] and "(--ncu-kernel-cap)" not in plan["passes"][1]["what"]
-    # The manifest keeps the clock sweep's records beside the ncu pass's, as before.
-    assert [x["name"] for x in m["passes"]] == ["plain", "ncu", "ncu-duration", "ncu-base", "nsys"]
+    # The manifest keeps the clock sweep's records beside the ncu pass's, as before, and the
+    # coverage pass's after them (the reference workload's softmax_mlp has no ncu kernel:
+    # tests/test_profile_coverage.py).
+    assert [x["name"] for x in m["passes"]] == ["plain", "ncu", "ncu-duration", "ncu-base", "ncu-cover", "nsys"]
     p = passes(m)
     assert p["nsys"]["env"]["NSIGHTWRAP_NSYS_LOOP_MS"] == "100" and m["settings"]["nsys_loop_ms"] == 100
     r = profile(capsys, "-o", "run2", "--no-analyze", *SWEEP, T)
@@ -136,7 +138,7 @@ def test_profile_cost_benchmark_on_the_fakes(tmp_path: Path, monkeypatch, capsys
     rows = res["rows"]
     assert rows["plain"]["rc"] == 0 and rows["nsightwrap profile"]["rc"] == 0
     names = [p["name"] for p in rows["nsightwrap profile"]["passes"]]
-    assert names == ["plain", "ncu", "ncu-duration", "ncu-base", "nsys"]
+    assert names == ["plain", "ncu", "ncu-duration", "ncu-base", "ncu-cover", "nsys"]
     assert rows["ncu by hand (same filter)"]["kernels"] == 18
     # Each log line carries the seconds since its run's launch, in order.
     stamps = [float(ln.split(None, 1)[0]) for ln in Path(rows["ncu by hand (same filter)"]["log"]).read_text().splitlines()]

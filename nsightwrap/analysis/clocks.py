@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -243,6 +245,58 @@ def durations_first(kernels: pd.DataFrame, light: pd.DataFrame | None) -> tuple[
     out["duration_source"] = DURATION_SOURCES[0]
     out["counters_source"] = source.loc[rows]
     return out.reset_index(drop=True), int((source.loc[rows] == COUNTERS_SOURCES[1]).sum())
+
+
+def with_coverage(
+    kernels: pd.DataFrame, cover: pd.DataFrame | None, column: str, asked: Sequence[str] = ()
+) -> tuple[pd.DataFrame, int]:
+    """The ncu kernels with every benchmark the coverage pass profiled taken from it: that
+    benchmark's rows (capped, or missing) replaced by the coverage pass's own launches, each with
+    the counters of the ncu pass's first instance of the same kernel at the same grid and block,
+    in the same benchmark where there is one (``counters_source`` ``carried``; none: NaN), and
+    ``column`` True. Launch ids follow the frame's, so that launch order stays the run's.
+    Only the benchmarks the pass was run for count (``asked``: ``<range path>/<iteration prefix>``
+    of each). Returns (frame, benchmarks replaced)."""
+    if cover is None or cover.empty:
+        return kernels, 0
+    cover = cover[[b in set(asked) for b in _benchmark_of(cover)]]
+    if cover.empty:
+        return kernels, 0
+    benches = set(_benchmark_of(cover))
+    keep = kernels[[b not in benches for b in _benchmark_of(kernels)]] if not kernels.empty else kernels
+    conf_k, bench_k = _configs(kernels), _benchmark_of(kernels)
+    first: dict[tuple[str, ...], object] = {}
+    first_in: dict[tuple[str, ...], object] = {}
+    order = pd.to_numeric(kernels["launch_id"], errors="coerce") if "launch_id" in kernels else \
+        pd.Series(range(len(kernels)), index=kernels.index, dtype=float)  # fmt: skip
+    for pos in np.argsort(order.to_numpy(dtype=float), kind="stable"):
+        idx = kernels.index[pos]
+        first.setdefault(conf_k[pos], idx)
+        first_in.setdefault((bench_k[pos], *conf_k[pos]), idx)
+    rows: list[dict[str, Any]] = []
+    top = order.max() if len(order) else np.nan
+    base_id = int(top) + 1 if np.isfinite(top) else len(kernels)
+    cover_ids = pd.to_numeric(cover["launch_id"], errors="coerce") if "launch_id" in cover else \
+        pd.Series(range(len(cover)), index=cover.index, dtype=float)  # fmt: skip
+    for pos, (idx, conf, bench) in enumerate(zip(cover.index, _configs(cover), _benchmark_of(cover), strict=True)):
+        donor = first_in.get((bench, *conf), first.get(conf))
+        row: dict[str, Any] = {str(k): v for k, v in kernels.loc[donor].items()} if donor is not None else {}  # type: ignore[call-overload]
+        row["counters_duration_ns"] = number_or_none(row.get("duration_ns"))
+        row["counters_sm_clock_hz"] = number_or_none(row.get("sm_clock_hz"))
+        own = cover.loc[idx]
+        for col, v in own.items():
+            if not (isinstance(v, float) and math.isnan(v)) and v is not None:
+                row[str(col)] = v
+        cid = cover_ids.iloc[pos]
+        row["launch_id"] = base_id + (int(cid) if np.isfinite(cid) else pos)
+        row["duration_source"] = DURATION_SOURCES[0]
+        if "counters_source" in kernels:  # the duration pass leads (``durations_first``)
+            row["counters_source"] = COUNTERS_SOURCES[1] if donor is not None else None
+        row[column] = True
+        rows.append(row)
+    added = pd.DataFrame(rows)
+    out = pd.concat([keep.assign(**{column: False}), added], ignore_index=True)
+    return out, len(benches)
 
 
 def attach_base(kernels: pd.DataFrame, base: pd.DataFrame | None) -> tuple[pd.DataFrame, int]:

@@ -33,6 +33,7 @@ from nsightwrap.analysis.clocks import (
     parse_clock_ref,
     plain_clock_from_samples,
     reference_clock,
+    with_coverage,
 )
 from nsightwrap.analysis.gap import Timeline, nsys_timelines
 from nsightwrap.analysis.gpuclock import MAX_SLOWDOWN, MIN_SAMPLES, kernel_clocks, stamps_clock, with_slowdown
@@ -49,9 +50,20 @@ from nsightwrap.analysis.model import (
     Settings,
     TimerStats,
 )
+<<<<<<< HEAD
 from nsightwrap.analysis.ncucount import check_whole, pass_record, shortfall
 from nsightwrap.analysis.ncusample import kernel_cap, ncu_stats_sampled
 from nsightwrap.analysis.plainclock import plain_pass_clocks
+=======
+from nsightwrap.analysis.ncusample import (
+    COVER_COLUMN,
+    NO_NCU_LEAD,
+    Sampled,
+    coverage_context,
+    kernel_cap,
+    ncu_stats_sampled,
+)
+>>>>>>> h/coverage
 from nsightwrap.analysis.power import attach_power
 from nsightwrap.analysis.reconcile import BenchmarkSpec, reconcile_all, specs_from_nvtx
 from nsightwrap.analysis.roofline import attach_rooflines
@@ -62,6 +74,7 @@ from nsightwrap.core.errors import NativeReaderCrashed, NsightwrapError, ReportP
 from nsightwrap.core.jsonfile import finite_number
 from nsightwrap.core.rundir import (
     CLOCK_SWEEP_PASS,
+    COVER_PASS,
     DURATION_PASS,
     RunLayout,
     is_merged,
@@ -88,6 +101,7 @@ def analyze(
     manifest: Mapping[str, Any] | None = None,
     what_if: WhatIf | None = None,
     read_nsys: NsysReader | None = None,
+    on_sampled: Callable[[Sequence[BenchmarkSpec], Sampled], None] | None = None,
 ) -> RunResult:
     """Load ``run_dir`` through the parsers, normalize to one SM clock and reconcile; place every
     benchmark on the GPU's roofline (``device_file``, else the run's or the cached one, analysis/roofline.py).
@@ -95,7 +109,8 @@ def analyze(
     as it stands, for a run still running (its file comes last); ``what_if``: the same run with ncu's
     durations or guessed elasticities moved (analysis/basepass.py asks it before the clock sweep);
     ``read_nsys``: the nsys SQLite reader (``parsers.nsys.read_nsys``; the checks pass one that reads
-    each export once)."""
+    each export once); ``on_sampled``: handed the benchmarks and ncu's coverage of them
+    (``ncusample.Sampled``), for ``coverage_gaps``."""
     if not tolerance > 0:
         raise UsageError(f"--tolerance {tolerance} must be above 0", hint="e.g. --tolerance 10 for 10%")
     ref_choice = parse_clock_ref(clock_ref)
@@ -157,7 +172,8 @@ def analyze(
     clocks, refs = benchmark_clocks(specs, found, nsys, nsys_timers, ref_choice, env, manifest, plain_hz, in_plain)
     setup = nsys.setup_calls if nsys is not None else None
     results = _reconcile_all(specs, refs, ncu, found, nsys_timers, tolerance=tolerance,
-                             ncu_cache_control=env.ncu_cache_control, manifest=manifest, setup_calls=setup)  # fmt: skip
+                             ncu_cache_control=env.ncu_cache_control, manifest=manifest, setup_calls=setup,
+                             on_sampled=on_sampled)  # fmt: skip
     results = [replace(r, clock=c, notes=(*_clock_note(r, c), *r.notes)) for r, c in zip(results, clocks, strict=True)]
     results = finish_results(results, specs, sidecars, tolerance, ncu, env.ncu_cache_control)
     return attach_power(attach_rooflines(RunResult(
@@ -170,6 +186,31 @@ def analyze(
         notes=tuple(notes),
         reader_crashes=tuple(crashes),
     ), ncu, sidecars, device_file), sidecars, samples)  # fmt: skip
+
+
+def coverage_gaps(
+    run_dir: Path, manifest: Mapping[str, Any], read_ncu: NcuRepReader = read_ncu_rep,
+    read_nsys: NsysReader | None = None,
+) -> tuple[list[tuple[str, str]], str]:  # fmt: skip
+    """The benchmarks (range path, iteration prefix) whose ncu figures the capped passes left
+    missing or borrowed from other launches and a coverage pass can give them (``Sampled.coverable``),
+    and why, in one line (``nsightwrap profile`` asks once the ncu passes have run)."""
+    seen: list[tuple[Sequence[BenchmarkSpec], Sampled]] = []
+    analyze(run_dir, manifest=manifest, read_ncu=read_ncu, read_nsys=read_nsys,
+            on_sampled=lambda specs, sampled: seen.append((specs, sampled)))  # fmt: skip
+    if not seen:
+        return [], "no ncu and nsys figures to check the coverage of"
+    specs, sampled = seen[-1]
+    gaps = [(i, s) for i, (s, c) in enumerate(zip(specs, sampled.coverable, strict=True)) if c]
+    if not gaps:
+        return [], f"every benchmark nsys saw has ncu instances of its own kernels ({len(specs)} checked)"
+    i, first = gaps[0]
+    why = sampled.no_ncu[i] or next(
+        (n for n in sampled.notes[i] if n.startswith(("no ncu figure for", "ncu profiled"))), "launches without ncu instances of their own"
+    )
+    return [(s.nvtx_path, s.iter_prefix) for _, s in gaps], (
+        f"{len(gaps)} of {len(specs)} benchmark(s) without ncu figures of their own; {first.name}: {why}"
+    )
 
 
 def benchmark_clocks(
@@ -264,6 +305,7 @@ def _reconcile_all(
     ncu_cache_control: str,
     manifest: Mapping[str, Any] | None = None,
     setup_calls: pd.DataFrame | None = None,
+    on_sampled: Callable[[Sequence[BenchmarkSpec], Sampled], None] | None = None,
 ) -> list[BenchmarkResult]:
     """Every benchmark's ncu and nsys figures at once (iterations.py: each path parsed once),
     the nsys timelines of the gap's decomposition, then the reconciliation. A run whose ncu
@@ -275,12 +317,16 @@ def _reconcile_all(
         m = manifest or {}
         iters = _dig(m, "settings", "ncu_iters")
         sampled = ncu_stats_sampled(ncu, specs, [hz for hz, _ in refs], found, kernel_cap(m, _capped_pass(ncu)),
-                                    int(iters) if isinstance(iters, int) and iters > 0 else None)  # fmt: skip
+                                    int(iters) if isinstance(iters, int) and iters > 0 else None,
+                                    ncu_cache_control=ncu_cache_control, **coverage_context(m))  # fmt: skip
         n_list, sampled_notes = list(sampled.stats), sampled.notes
-        # A graph whose node kernels ncu's cap never reached has no ncu figure to judge it by
-        # (the note says why and how to get one), rather than a "missing kernels" verdict that
-        # blames the user's timing.
-        n_list = [None if starved else st for st, starved in zip(n_list, sampled.starved, strict=True)]
+        if on_sampled is not None:
+            on_sampled(specs, sampled)
+        # A benchmark without ncu figures of its own (a graph whose node kernels ncu's cap never
+        # reached, a figure borrowed from another size, another config of a kernel, nothing
+        # profiled) has none to judge it by: "no ncu", the note says why and what gets one, rather
+        # than a verdict that blames the user's timing or a gap against other work.
+        n_list = [None if why else st for st, why in zip(n_list, sampled.no_ncu, strict=True)]
     s_list: list[NsysStats | None] = [None] * len(specs)
     timelines: list[Timeline | None] = [None] * len(specs)
     facts: list[WindowFacts | None] = [None] * len(specs)
@@ -294,7 +340,12 @@ def _reconcile_all(
         specs, n_list, s_list, timelines, refs, tolerance=tolerance, ncu_cache_control=ncu_cache_control,
         nsys_timers=nsys_timers, windows=facts,
     )  # fmt: skip
-    return [replace(r, notes=(*r.notes, *extra)) if extra else r for r, extra in zip(results, sampled_notes, strict=True)]
+    # A benchmark's reason for having no ncu figure comes first: it is what its verdict rests on.
+    return [
+        replace(r, notes=(*extra, *r.notes) if extra[:1] and extra[0].startswith(NO_NCU_LEAD) else (*r.notes, *extra))
+        if extra else r
+        for r, extra in zip(results, sampled_notes, strict=True)
+    ]  # fmt: skip
 
 
 def _plain_start(manifest: Mapping[str, Any]) -> float | None:
@@ -518,6 +569,22 @@ def _with_clock_sweep(
             )
     else:
         out, taken = attach_durations(ncu, light)
+<<<<<<< HEAD
+=======
+    cover = _sweep_report(layout.ncu_cover_report, "coverage-pass", notes, crashes, read)
+    asked = _dig(manifest, "plan", "coverage", "ranges")
+    out, replaced = with_coverage(out, cover, COVER_COLUMN, [str(r) for r in asked] if isinstance(asked, list) else [])
+    if replaced:
+        notes.append(
+            f"ncu figures of {replaced} benchmark(s) from the coverage pass ({COVER_PASS}: their own iteration ranges, "
+            "no cap; duration and SM clock, counters from the ncu pass's instance of the same kernel and shape): "
+            "the capped passes had left them without ncu figures of their own"
+        )
+    counters = (
+        "ncu durations are the ncu pass's, whose counters take 17 replay passes (12 with "
+        "--no-roofline-counters) and can read kernels a few % long"
+    )
+>>>>>>> h/coverage
     if light is None:
         if not told:
             notes.append(_missing_pass(_sweep_record(manifest, DURATION_PASS), "duration pass", counters))

@@ -21,6 +21,16 @@ nsys timed a benchmark's launches of it apart from those in the benchmarks ncu p
 (``SAME_WORK``, at one clock), the carried median is scaled by nsys's ratio, unless the two timing
 loops treat the L2 differently (then the difference is the cache state, which ncu's own flush
 before every kernel removes). Either way a note says so.
+
+A figure carried from other benchmarks' launches is a hypothesis, checked against this benchmark's
+own kernels in nsys (``BORROW_BOUND``): where the borrowed ncu duration, carried to the
+benchmark's measured clock, is not within what the clock and ncu's own front end explain of nsys's
+duration, or nsys's ratio that would scale it is outside the same bound, the benchmark gets no ncu
+figure (``Sampled.no_ncu``: the reason, with the option that fixes it), never a gap decomposed
+against another size's work. So does a benchmark whose ncu iterations ran another launch
+configuration of a kernel than nsys saw (an autotuner's other choice), and one nsys saw work in
+while ncu profiled nothing of it. A benchmark the coverage pass (``ncu-cover``: its own iteration
+ranges, no cap) re-profiled has its own launches in the frame (``COVER_COLUMN``), never carried.
 """
 
 from __future__ import annotations
@@ -37,6 +47,8 @@ import pandas as pd
 from nsightwrap.analysis.clocks import clamp_elasticity, classify, heuristic_elasticity, number_or_none
 from nsightwrap.analysis.iterations import ITER_PATH, NsysIterations, ncu_stats_all
 from nsightwrap.analysis.model import NcuStats
+from nsightwrap.core.contract import ncu_default_filter, ncu_iteration_filter
+from nsightwrap.core.units import us_text
 
 if TYPE_CHECKING:
     from nsightwrap.analysis.reconcile import BenchmarkSpec
@@ -50,6 +62,25 @@ SAME_WORK = 0.15
 #: The same where a side has no measured clock: the SM clock alone moves a kernel by up to ~25%
 #: between an idle and a loaded GPU (1.98 against 1.59 GHz on an H200).
 SAME_WORK_NO_CLOCK = 0.30
+#: A figure borrowed from other benchmarks' launches of the same kernel at the same shape stands
+#: for this benchmark's launch only where, carried to this benchmark's measured SM clock, it lies
+#: within [0.8, 1.25] x of nsys's duration of the launch here (ncu's lower end against nsys's
+#: duration, its upper end against nsys's duration plus ``NCU_FRONT_END_NS``): run-to-run spread
+#: and the clock's rounding are a few %, so a figure outside is another problem size (a persistent
+#: grid or a library kernel whose launch shape stops following the size). The same bound holds
+#: nsys's ratio of the launches here to those where ncu profiled the kernel (``SAME_WORK`` scaling).
+BORROW_BOUND = (0.8, 1.25)
+#: The bound where a side has no measured clock, widened by what the SM clock alone moves a
+#: kernel (1.98 against 1.59 GHz on an H200: x1.25 either way).
+BORROW_BOUND_NO_CLOCK = (0.8 / 1.25, 1.25 * 1.25)
+#: ncu's own time before and after a kernel that nsys does not see (1-1.5 us where measured, the
+#: gap decomposition's ``front_end`` part): the upper end allowed for a borrowed figure.
+NCU_FRONT_END_NS = 1500.0
+#: A column of the ncu frame: True on the rows of the coverage pass (``ncu-cover``), the launches
+#: of the benchmarks it re-profiled without a cap (``clocks.with_coverage``).
+COVER_COLUMN = "nw_cover"
+#: The first words of the note that says why a benchmark has no ncu figure.
+NO_NCU_LEAD = "no ncu: "
 
 
 @dataclass(frozen=True)
@@ -67,6 +98,14 @@ class Sampled:
     #: profiled nowhere. ncu's cap counts a graph's node kernels together, so later nodes of a
     #: graph may never be profiled: such a benchmark has no complete ncu figure.
     starved: tuple[int, ...]
+    #: Per benchmark: why it has no ncu figure of its own (one line beginning ``NO_NCU_LEAD``,
+    #: with the option that fixes it), or None. The analysis gives such a benchmark no ncu figure.
+    no_ncu: tuple[str | None, ...] = ()
+    #: Per benchmark: whether a coverage pass (its iteration ranges, no cap) can give it ncu
+    #: figures of its own: some of its launches have no ncu instance of their own (missing, or
+    #: carried from other benchmarks' launches), and not because ncu ran another config or the
+    #: user's filter left them out; never for a benchmark the coverage pass already ran for.
+    coverable: tuple[bool, ...] = ()
 
 
 def kernel_cap(manifest: Mapping[str, Any], name: str = "ncu") -> int:
@@ -80,6 +119,38 @@ def kernel_cap(manifest: Mapping[str, Any], name: str = "ncu") -> int:
             argv = [str(a) for a in (c.get("argv") or ())] if isinstance(c, Mapping) else []
             return _cap_of_argv(argv)
     return 0
+
+
+def coverage_context(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``ncu_stats_sampled``'s reasons name, read from the run's manifest: the option that set
+    the cap (``cap_option``), whether the ncu pass ran the user's ``--nvtx-include`` filter
+    (``user_filter``: else nsightwrap chose the filter, and no reason asks the user to check it),
+    and the benchmarks the coverage pass re-profiled (``covered``: the plan's ``coverage``)."""
+    settings = manifest.get("settings") if isinstance(manifest.get("settings"), Mapping) else {}
+    assert isinstance(settings, Mapping)
+    ours = {a for a in (*ncu_default_filter(), *ncu_iteration_filter()) if a not in ("--nvtx", "--nvtx-include")}
+    k = settings.get("ncu_kernel_cap")
+    plan = manifest.get("plan") if isinstance(manifest.get("plan"), Mapping) else {}
+    assert isinstance(plan, Mapping)
+    cover = plan.get("coverage") if isinstance(plan.get("coverage"), Mapping) else {}
+    assert isinstance(cover, Mapping)
+    return {
+        "cap_option": f"--ncu-kernel-cap {k}" if isinstance(k, int) else None,
+        "user_filter": any(f not in ours for f in _nvtx_includes(manifest)),
+        "covered": tuple(str(p) for p in cover.get("benchmarks") or ()),
+    }
+
+
+def _nvtx_includes(manifest: Mapping[str, Any]) -> list[str]:
+    """The ``--nvtx-include`` values of the ncu pass's command (``--ncu-args`` ones too)."""
+    for p in manifest.get("passes") or ():
+        if isinstance(p, Mapping) and p.get("name") == "ncu":
+            for c in p.get("commands") or ():
+                argv = [str(a) for a in (c.get("argv") or ())] if isinstance(c, Mapping) else []
+                return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--nvtx-include"] + [
+                    a.split("=", 1)[1] for a in argv if a.startswith("--nvtx-include=")
+                ]
+    return []
 
 
 def _cap_of_argv(argv: Sequence[str]) -> int:
@@ -125,50 +196,75 @@ def ncu_stats_sampled(
     found: NsysIterations | None,
     cap: int,
     ncu_iters: int | None = None,
+    *,
+    cap_option: str | None = None,
+    user_filter: bool = False,
+    ncu_cache_control: str = "all",
+    covered: Sequence[str] = (),
 ) -> Sampled:
     """Every benchmark's ``NcuStats`` (``iterations.ncu_stats_all``) with the launches a cap of
     ``cap`` per launch configuration left out carried by the median of the same kernel's ncu
-    instances (module docstring). Without a cap or an nsys pass, ncu's own sums.
+    instances (module docstring), and why a benchmark has no ncu figure of its own
+    (``Sampled.no_ncu``). Without an nsys pass, ncu's own sums.
 
     ``ncu_iters``: the iterations per benchmark the ncu pass covered (``--ncu-iters``); None: the
-    most any benchmark has in the ncu report."""
+    most any benchmark has in the ncu report. ``cap_option``: the option that set the cap, as the
+    reasons name it (``--ncu-kernel-cap 3``); ``user_filter``: the ncu pass ran the user's
+    ``--nvtx-include`` filter; ``covered``: the range paths of the benchmarks the coverage pass
+    re-profiled."""
     n = len(specs)
-    if cap <= 0 or found is None or kernels.empty or not n:
+    if found is None or kernels.empty or not n:
         stats = ncu_stats_all(kernels, specs, ref_clocks_hz)
-        return Sampled(tuple(stats), ((),) * n, (0,) * n, (0,) * n, (0,) * n, (0,) * n)
+        zero = (0,) * n
+        return Sampled(tuple(stats), ((),) * n, zero, zero, zero, zero, (None,) * n, (False,) * n)
     heads = {f"{s.nvtx_path}/{s.iter_prefix}": i for i, s in enumerate(specs)}
     place = [_ncu_iteration(p, heads) for p in kernels["nvtx_ranges"]]
     name = kernels["kernel"].astype(str).tolist()
+    grid_raw, block_raw = kernels["grid"].astype(str).tolist(), kernels["block"].astype(str).tolist()
     keys: list[Key] = [(k, _size(g), _size(b)) for k, g, b in zip(name, kernels["grid"], kernels["block"], strict=True)]
     launch = pd.to_numeric(kernels["launch_id"], errors="coerce").to_numpy(dtype=float) if "launch_id" in kernels \
         else np.arange(len(kernels), dtype=float)  # fmt: skip
+    from_cover = kernels[COVER_COLUMN].fillna(False).astype(bool).to_numpy() if COVER_COLUMN in kernels \
+        else np.zeros(len(kernels), dtype=bool)  # fmt: skip
     # The instances of each launch configuration: every kernel ncu profiled counts towards the cap
     # (the NVTX filter may let through ranges that are no benchmark), and each carries a duration.
+    # The coverage pass's rows are not the capped pass's: they count towards no cap.
     inst: dict[Key, list[int]] = {}
     by_name: dict[str, set[Key]] = {}
     own: dict[tuple[int, int], Counter[Key]] = {}
+    own_rows: dict[tuple[int, Key], list[int]] = {}
+    own_shapes: dict[tuple[int, str], dict[tuple[int | None, int | None], str]] = {}
     last: dict[tuple[int, int, Key], float] = {}  # the last launch of a key in an ncu iteration
+    from nsightwrap.analysis.reconcile import base_name
+
     for row, (key, at) in enumerate(zip(keys, place, strict=True)):
-        inst.setdefault(key, []).append(row)
-        by_name.setdefault(key[0], set()).add(key)
+        if not from_cover[row]:
+            inst.setdefault(key, []).append(row)
+            by_name.setdefault(key[0], set()).add(key)
         if at is None:
             continue
         own.setdefault(at, Counter())[key] += 1
+        own_rows.setdefault((at[0], key), []).append(row)
+        own_shapes.setdefault((at[0], base_name(key[0])), {})[key[1:]] = _shape_text(grid_raw[row], block_raw[row])
         last[(*at, key)] = max(last.get((*at, key), -np.inf), launch[row])
     if ncu_iters is None:
         ncu_iters = max(Counter(b for b, _ in own).values(), default=0)
     # Where ncu stopped profiling each configuration: its cap-th launch (inf: the cap never ran out).
-    cut = {key: float(np.sort(launch[rows])[cap - 1]) if len(rows) >= cap else np.inf for key, rows in inst.items()}
+    cut = {
+        key: float(np.sort(launch[rows])[cap - 1]) if cap > 0 and len(rows) >= cap else np.inf
+        for key, rows in inst.items()
+    }
     # An ncu iteration whose launches of a key all came before the cap ran out is whole: how many
     # launches of that key one iteration of the benchmark makes under ncu.
     whole: dict[tuple[int, Key], int] = {}
     for (b, it), cnt in own.items():
         for key, c in cnt.items():
-            if last[(b, it, key)] < cut[key]:
+            if last[(b, it, key)] < cut.get(key, np.inf):
                 whole[(b, key)] = max(whole.get((b, key), 0), c)
     med = {key: _median_row(kernels, rows) for key, rows in inst.items()}
+    med_own: dict[tuple[int, Key], dict[str, Any]] = {}
 
-    nsys_k, graph_nodes = _nsys_kernels(found)
+    nsys_k, graph_nodes, nsys_shape = _nsys_kernels(found)
     # nsys durations brought to one clock (each benchmark's reference clock: the SM clock measured
     # in the nsys pass) with the kernel's elasticity, so a clock that dropped under a long loop is
     # not taken for other work; per benchmark over all its iterations (the same problem in each).
@@ -184,11 +280,14 @@ def ncu_stats_sampled(
         for key in cnt:
             src_benches.setdefault(key, set()).add(b)
     flush = [_flush(s) for s in specs]
+    streams = _multi_stream(found)
     # The iterations ncu covered: 0 .. ncu_iters-1 of every benchmark nsys saw; one nsys did not
     # record (a sample holding a graph of many calls) repeats the benchmark's first.
     firsts: dict[int, int] = {}
     for b, it in sorted(nsys_k):
         firsts.setdefault(b, it)
+    recovered = {i for i, s in enumerate(specs) if s.nvtx_path in set(covered)}
+    recovered |= {at[0] for at, c in zip(place, from_cover, strict=True) if c and at is not None}
     added: list[dict[str, Any]] = []
     next_id = _next_launch_id(kernels)
     profiled, carried, missing = [0] * n, [0] * n, [0] * n
@@ -196,21 +295,35 @@ def ncu_stats_sampled(
     absent: list[Counter[str]] = [Counter() for _ in range(n)]
     scaled: list[list[float]] = [[] for _ in range(n)]
     unscaled: list[list[float]] = [[] for _ in range(n)]
+    no_ncu: list[str | None] = [None] * n
+    coverable = [False] * n
+    lent = [False] * n  # carried some launches from other benchmarks' instances
     looked: dict[Key, Key | None] = {}
     for b, first in sorted(firsts.items()):
         spec = specs[b]
         if (spec.source or {}).get("kind") == "nvtx_range":
             continue  # a script's own range: captured.py sums ncu's kernels under its path itself
+        other = _other_config(b, nsys_k, nsys_shape, own_shapes, ncu_iters, first)
+        if other is not None:
+            # ncu ran another launch configuration of a kernel than nsys saw here (an autotuner's
+            # other choice): a ratio between two different kernels would mean nothing.
+            no_ncu[b] = other
+            continue
         calls = max(1, int((spec.timer.method.get("calls_per_sample") or 1) if spec.timer else 1))
+        mine_b: list[tuple[int, Counter[Key], list[tuple[Key, float]]]] = []
         for it in range(ncu_iters):
-            seq = nsys_k.get((b, it)) or nsys_k[(b, first)]
-            mine = own.get((b, it), Counter())
+            mine_b.append((it, own.get((b, it), Counter()), nsys_k.get((b, it)) or nsys_k[(b, first)]))
+        borrowed: str | None = None
+        batch: list[dict[str, Any]] = []
+        for it, mine, seq in mine_b:
             profiled[b] += sum(mine.values())
             counts = Counter(key for key, _d in seq)
             for key, count in counts.items():
                 if key not in looked:
                     looked[key] = _lookup(key, inst, by_name)
                 got = looked[key]
+                if got is None and (b, key) in own_rows:
+                    got = key  # the coverage pass's own instances at this shape
                 node = (b, it if (b, it) in nsys_k else first, key) in graph_nodes
                 # Under ncu one iteration may hold fewer calls than under nsys (a graph of k calls,
                 # a block of Timer calls: one call each under ncu): nsys's count per call. The nsys
@@ -220,50 +333,229 @@ def ncu_stats_sampled(
                 if got is None:
                     missing[b] += per_ncu
                     absent[b][_shown(key)] += per_ncu
-                    if node:
+                    if node and b not in recovered:
                         starved[b] += per_ncu
                     continue
+                if b in recovered:
+                    continue  # profiled without a cap: what is missing is not the cap's
                 c_own = mine.get(got, 0)
-                if node:
+                if node and cap > 0:
                     # ncu's per-launch-config filter counts the node kernels of a graph launch
                     # together, not per kernel: at --launch-count 3, 3 of a window's 80 node
                     # launches of two kernels were profiled, each kernel under the cap by its own
                     # count. Every node launch nsys saw in the iteration and ncu did not is the cap's.
                     extra = per_ncu - c_own
-                elif cut[got] == np.inf or (c_own and last[(b, it, got)] < cut[got]):
+                elif cut.get(got, np.inf) == np.inf or (c_own and last[(b, it, got)] < cut[got]):
                     continue  # ncu profiled every launch of this iteration it saw: what is missing is not the cap's
                 else:
                     extra = whole.get((b, got), per_ncu) - c_own
                 if extra <= 0:
                     continue
-                carry = dict(med[got])
-                f, clocked = _work_ratio(b, key, got, src_benches, work, hz, elastic)
-                if f is not None and abs(f - 1.0) > (SAME_WORK if clocked else SAME_WORK_NO_CLOCK):
-                    if any(flush[o] == flush[b] for o in src_benches.get(got, ())):
-                        # The same kernel at the same shape doing other work (a GEMM's K does not
-                        # change its grid): the median carried in nsys's proportion.
-                        carry["duration_ns"] = float(carry["duration_ns"]) * f
-                        scaled[b].append(f)
-                    else:
-                        # The user's loop flushes the L2 there and not here (or the other way): nsys
-                        # sees the cache state, ncu (--cache-control all) flushes before every kernel.
-                        unscaled[b].append(f)
+                if (b, got) in own_rows:
+                    # This benchmark's own instances of the kernel (other iterations of it): its figure.
+                    if (b, got) not in med_own:
+                        med_own[(b, got)] = _median_row(kernels, own_rows[(b, got)])
+                    carry = dict(med_own[(b, got)])
+                else:
+                    lent[b] = True
+                    carry = dict(med[got])
+                    f, clocked = _work_ratio(b, key, got, src_benches, work, hz, elastic)
+                    lo, hi = BORROW_BOUND if clocked else BORROW_BOUND_NO_CLOCK
+                    same_flush = any(flush[o] == flush[b] for o in src_benches.get(got, ()))
+                    if f is not None and abs(f - 1.0) > (SAME_WORK if clocked else SAME_WORK_NO_CLOCK):
+                        if same_flush:
+                            # The same kernel at the same shape doing other work (a GEMM's K does not
+                            # change its grid): the median carried in nsys's proportion, where that
+                            # proportion is within the bound (else the check below refuses it).
+                            carry["duration_ns"] = float(carry["duration_ns"]) * f
+                            scaled[b].append(f)
+                        else:
+                            # The user's loop flushes the L2 there and not here (or the other way): nsys
+                            # sees the cache state, ncu (--cache-control all) flushes before every kernel.
+                            unscaled[b].append(f)
+                    borrowed = _borrow_check(
+                        b, key, med[got], f if same_flush else None, (lo, hi), work, hz[b] if clocked else None,
+                        elastic.get(got, 1.0), _l2_like_ncu(flush[b], ncu_cache_control), cap, cap_option,
+                        alone=b not in streams,
+                    )  # fmt: skip
+                    if borrowed is not None:
+                        break
                 path = f"{spec.nvtx_path}/{spec.iter_prefix}{it}"
                 for _ in range(extra):
-                    added.append({**carry, "launch_id": next_id, "nvtx_ranges": (path,), "nvtx_path": path})
+                    batch.append({**carry, "launch_id": next_id, "nvtx_ranges": (path,), "nvtx_path": path})
                     next_id += 1
                 carried[b] += extra
                 if node:
                     node_carried[b] += extra
+            if borrowed is not None:
+                break
+        if borrowed is not None:
+            no_ncu[b], coverable[b] = borrowed, True
+            continue
+        added += batch
+        if starved[b]:
+            no_ncu[b], coverable[b] = NO_NCU_LEAD + _starved_text(starved[b], cap), True
+        elif not profiled[b] and not carried[b] and any(nsys_k.get((b, it)) for it in range(ncu_iters)):
+            no_ncu[b], coverable[b] = _nothing_text(b, nsys_k, first, ncu_iters, calls, absent[b], user_filter,
+                                                    b in recovered, cap, cap_option)  # fmt: skip
+    for b in range(n):
+        # A benchmark without instances of its own of some kernel (carried from others, or none at
+        # all) is one a coverage pass can give them to, unless it ran already.
+        if no_ncu[b] is None and b not in recovered and (lent[b] or missing[b]):
+            coverable[b] = True
     frame = kernels
     if added:
         frame = pd.concat([kernels, pd.DataFrame(added, columns=kernels.columns)], ignore_index=True)
     stats = ncu_stats_all(frame, specs, ref_clocks_hz)
+    for b in range(n):
+        reason = no_ncu[b]
+        if reason is not None and reason.startswith(_NOTHING_HEAD) and stats[b].excluded_kernels:
+            no_ncu[b] = reason.replace(_NOTHING_HEAD, _excluded_head(stats[b].excluded_kernels), 1)
     notes = tuple(
-        _notes(profiled[i], carried[i], absent[i], scaled[i], unscaled[i], cap, node_carried[i], starved[i])
+        (reason,) if (reason := no_ncu[i]) is not None
+        else _notes(profiled[i], carried[i], absent[i], scaled[i], unscaled[i], cap, node_carried[i])
         for i in range(n)
+    )  # fmt: skip
+    return Sampled(tuple(stats), notes, tuple(profiled), tuple(carried), tuple(missing), tuple(starved),
+                   tuple(no_ncu), tuple(coverable))  # fmt: skip
+
+
+#: The head of the reason where ncu profiled nothing of a benchmark nsys saw work in.
+_NOTHING_HEAD = "no ncu: ncu profiled none of this benchmark's launches in its iteration ranges"
+
+
+def _excluded_head(excluded: int) -> str:
+    return (
+        f"no ncu: ncu profiled {excluded} kernel(s) in this benchmark's range but none inside its iteration ranges "
+        "(the ncu pass's shortened loop left no profiled iteration)"
     )
-    return Sampled(tuple(stats), notes, tuple(profiled), tuple(carried), tuple(missing), tuple(starved))
+
+
+def _shape_text(grid: object, block: object) -> str:
+    """``grid 132x1x1 block 128``: a launch shape as the reasons print it (a block's trailing
+    1s left out, as it is usually spoken of)."""
+
+    def dims(v: object, trim: bool) -> str:
+        parts = [p.strip() for p in str(v).split(",") if p.strip()] if isinstance(v, str) else []
+        while trim and len(parts) > 1 and parts[-1] == "1":
+            parts.pop()
+        return "x".join(parts) or "?"
+
+    return f"grid {dims(grid, False)} block {dims(block, True)}"
+
+
+def _other_config(
+    b: int,
+    nsys_k: Mapping[tuple[int, int], list[tuple[Key, float]]],
+    nsys_shape: Mapping[Key, str],
+    own_shapes: Mapping[tuple[int, str], Mapping[tuple[int | None, int | None], str]],
+    ncu_iters: int,
+    first: int,
+) -> str | None:
+    """The reason, where benchmark ``b``'s ncu iterations ran a kernel only at launch shapes nsys
+    never saw it at in this benchmark (and nsys none of ncu's): another config of the kernel."""
+    from nsightwrap.analysis.reconcile import base_name
+
+    seen: dict[str, dict[tuple[int | None, int | None], str]] = {}
+    for it in range(max(1, ncu_iters)):
+        for key, _d in nsys_k.get((b, it)) or nsys_k.get((b, first)) or ():
+            if key[1] is not None and key[2] is not None:
+                seen.setdefault(base_name(key[0]), {})[key[1:]] = nsys_shape.get(key, "")
+    for short, shapes in seen.items():
+        ran = own_shapes.get((b, short))
+        if not ran or set(ran) & set(shapes):
+            continue
+        theirs = ", ".join(sorted(set(ran.values())))
+        mine = ", ".join(sorted(set(shapes.values())))
+        return (
+            f"{NO_NCU_LEAD}the ncu pass ran another config of {short} ({theirs} against {mine} under nsys): "
+            "a ratio between two different kernels would mean nothing; pin the choice (an autotuner's config, a "
+            "library's algorithm) so that every pass runs the same kernel"
+        )
+    return None
+
+
+def _multi_stream(found: NsysIterations) -> set[int]:
+    """The benchmarks whose iterations ran kernels on more than one stream in the nsys pass."""
+    per = found.ops
+    if per.empty or "stream_id" not in per:
+        return set()
+    k = per[per["kind"].astype(str) == "kernel"]
+    n = k.groupby("spec")["stream_id"].nunique()
+    return {int(str(b)) for b, c in n.items() if c > 1}
+
+
+def _l2_like_ncu(flush: str, cache_control: str) -> bool:
+    """Whether the benchmark's loop leaves the L2 as ncu does before each kernel: flushed (ncu's
+    ``--cache-control all``), or warm where ncu leaves it (``none``)."""
+    return (flush != "none") == (str(cache_control).lower() != "none")
+
+
+def _borrow_check(
+    b: int, key: Key, carry: Mapping[str, Any], f: float | None, bound: tuple[float, float],
+    work: Mapping[tuple[int, Key], list[float]], ref_hz: float | None, e: float, l2_like: bool, cap: int,
+    cap_option: str | None, alone: bool = True,
+) -> str | None:  # fmt: skip
+    """None where a figure borrowed from other benchmarks' launches can stand for benchmark
+    ``b``'s launches of ``key`` (``BORROW_BOUND``); else the reason it gets no ncu figure.
+
+    The borrowed duration is carried to ``b``'s measured clock (``ref_hz``; as measured without
+    one) and set against nsys's median duration of the launch here: at least ``bound[0]`` of it
+    (a warm L2 only makes nsys faster), at most ``bound[1]`` of it plus ncu's front end where the
+    loop treats the L2 as ncu does; where it does not (a warm loop against ncu's flush), the upper
+    side is nsys's own ratio ``f`` of these launches to those ncu profiled (same flush). Where the
+    benchmark's kernels ran on several streams (not ``alone``), nsys's durations of kernels that
+    overlap are not their work alone (they share the GPU): ``f`` alone, lower quartiles both, decides."""
+    here = work.get((b, key))
+    d = number_or_none(carry.get("duration_ns"))
+    if not here or d is None or d <= 0:
+        return None
+    nsys_ns = _low(here)
+    clk = number_or_none(carry.get("sm_clock_hz"))
+    at_ref = d * (clk / ref_hz) ** e if ref_hz and clk else d
+    lo, hi = bound
+    fails = f is not None and not lo <= f <= hi
+    if alone:
+        fails = fails or at_ref < lo * nsys_ns
+    if l2_like and alone:
+        fails = fails or at_ref > hi * (nsys_ns + NCU_FRONT_END_NS)
+    if not fails:
+        return None
+    opt = cap_option or f"--ncu-kernel-cap {cap}"
+    return (
+        f"{NO_NCU_LEAD}the only ncu figure of {_shown(key)} is from another size ({us_text(at_ref)} against "
+        f"{us_text(nsys_ns)} under nsys): ncu's per-launch-config cap ({opt}) was spent on its other launches "
+        "at this grid and block; --ncu-kernel-cap 0 profiles every launch"
+    )
+
+
+def _nothing_text(
+    b: int, nsys_k: Mapping[tuple[int, int], list[tuple[Key, float]]], first: int, ncu_iters: int, calls: int,
+    absent: Counter[str], user_filter: bool, recovered: bool, cap: int, cap_option: str | None,
+) -> tuple[str, bool]:  # fmt: skip
+    """Why ncu has nothing of a benchmark nsys saw launches in, and whether a coverage pass can help."""
+    seq = nsys_k.get((b, first)) or []
+    per = max(1, round(len(seq) / calls))
+    names = ", ".join(k for k, _ in absent.most_common(3)) or ", ".join(sorted({_shown(k) for k, _ in seq})[:3])
+    saw = f" (nsys saw {per} per iteration: {names})"
+    if user_filter:
+        return (
+            f"{_NOTHING_HEAD}{saw}: the --nvtx-include filter of the ncu pass matched none of them; check it "
+            "against the range names nsys shows", False,
+        )  # fmt: skip
+    if recovered:
+        return f"{_NOTHING_HEAD}{saw}, and the coverage pass (ncu-cover, no cap) profiled none of them either", False
+    fix = f"; --ncu-kernel-cap 0 profiles every launch ({cap_option or f'--ncu-kernel-cap {cap}'} now)" if cap > 0 else ""
+    return f"{_NOTHING_HEAD}{saw}{fix}", True
+
+
+def _starved_text(starved: int, cap: int) -> str:
+    return (
+        f"{starved} launch(es) in this benchmark's ncu iterations are nodes of a CUDA graph: ncu's cap "
+        f"(--ncu-kernel-cap {cap}) counts a graph's node kernels together, so it never reached these; without "
+        "them ncu's sum is not the window's work, so this benchmark is not checked against ncu. Profile again "
+        "with --ncu-kernel-cap 0 to check it"
+    )
 
 
 def _flush(spec: BenchmarkSpec) -> str:
@@ -353,17 +645,19 @@ def _next_launch_id(kernels: pd.DataFrame) -> int:
     return int(top) + 1 if isinstance(top, (int, float, np.number)) and np.isfinite(top) else len(kernels)
 
 
-def _nsys_kernels(found: NsysIterations) -> tuple[dict[tuple[int, int], list[tuple[Key, float]]], set[tuple[int, int, Key]]]:
+def _nsys_kernels(
+    found: NsysIterations,
+) -> tuple[dict[tuple[int, int], list[tuple[Key, float]]], set[tuple[int, int, Key]], dict[Key, str]]:
     """Per (benchmark, iteration index), the kernels nsys saw launched in it (every instance of
     that iteration range, as ncu's sums take every kernel under the range's path), keyed by full
-    name and shape from the nsys export; and the (benchmark, iteration, key) whose launches were
-    nodes of a CUDA graph (nsys's ``graphNodeId``)."""
+    name and shape from the nsys export; the (benchmark, iteration, key) whose launches were
+    nodes of a CUDA graph (nsys's ``graphNodeId``); and each key's shape as the reasons print it."""
     per = found.ops
     if per.empty or found.iters.empty:
-        return {}, set()
+        return {}, set(), {}
     k = per[per["kind"].astype(str) == "kernel"]
     if k.empty:
-        return {}, set()
+        return {}, set(), {}
     ops = found.all_ops
     # Full names and shapes from the export (the iteration frame holds short names only).
     cols = ("op_id", "name", "grid", "block", "graph_node_id")
@@ -395,13 +689,16 @@ def _nsys_kernels(found: NsysIterations) -> tuple[dict[tuple[int, int], list[tup
     node = k["graph_node_id"].notna().to_numpy() if "graph_node_id" in k else np.zeros(len(k), dtype=bool)
     out: dict[tuple[int, int], list[tuple[Key, float]]] = {}
     graph: set[tuple[int, int, Key]] = set()
+    shapes: dict[Key, str] = {}
     rows = zip(k["spec"], k["nw_iter"], k["nw_name"].astype(str), grids, blocks, dur, node, strict=True)
     for spec, it, name, g, b, d, in_graph in rows:
         key = (name, size(g), size(b))
         out.setdefault((int(spec), int(it)), []).append((key, float(d)))
+        if key not in shapes:
+            shapes[key] = _shape_text(g, b)
         if in_graph:
             graph.add((int(spec), int(it), key))
-    return out, graph
+    return out, graph, shapes
 
 
 def _shown(key: Key) -> str:
@@ -418,7 +715,6 @@ def _span(ratios: Sequence[float]) -> str:
 def _notes(
     profiled: int, carried: int, absent: Counter[str], scaled: list[float], unscaled: list[float], cap: int,
     nodes: int = 0,
-    starved: int = 0,
 ) -> tuple[str, ...]:
     out: list[str] = []
     total = profiled + carried + sum(absent.values())
@@ -447,11 +743,5 @@ def _notes(
         out.append(
             f"no ncu figure for {sum(absent.values())} launch(es) nsys saw in this benchmark's ncu iterations: "
             f"ncu profiled no instance of {names}{more} at that shape; the ncu sum leaves them out"
-        )
-    if starved:
-        out.append(
-            f"{starved} of them are nodes of a CUDA graph: ncu's cap (--ncu-kernel-cap {cap}) counts a graph's node "
-            "kernels together, so it never reached these; without them ncu's sum is not the window's work, so this "
-            "benchmark is not checked against ncu. Profile again with --ncu-kernel-cap 0 to check it"
         )
     return tuple(out)

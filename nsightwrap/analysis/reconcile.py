@@ -149,10 +149,10 @@ def disagreement(ncu: NcuStats | None, nsys: NsysStats | None) -> Cause | None:
     if n_ncu == 0 and n_nsys > 0:
         return Cause(
             CauseCode.EXTRA_OR_MISSING_KERNELS,
-            f"ncu profiled no kernel in the iteration ranges while nsys saw {n_nsys} per iteration: "
-            "the ncu filter matched nothing",
+            f"ncu profiled no kernel in the iteration ranges while nsys saw {n_nsys} per iteration",
             ev,
-            "check the --nvtx-include filter of the ncu pass against the range names nsys shows",
+            "profile again with --ncu-kernel-cap 0 (every launch profiled); a run with --nvtx-include: check "
+            "that filter against the range names nsys shows",
         )
     if n_ncu != n_nsys:
         return Cause(

@@ -103,6 +103,21 @@ def _sweep_check(readers: tuple[Any, Any]) -> Any:
     return check
 
 
+def _coverage_check(readers: tuple[Any, Any]) -> Any:
+    """Once the ncu passes have run: the benchmarks the coverage pass re-profiles (analysis/load.py)."""
+    from nsightwrap.analysis.load import coverage_gaps
+
+    read_ncu, read_sqlite = readers
+
+    def check(root: Path, manifest: dict[str, Any]) -> tuple[list[tuple[str, str]], str]:
+        try:
+            return coverage_gaps(root, manifest, read_ncu, read_sqlite)
+        except Exception as exc:  # noqa: BLE001 - a run the analysis cannot read yet gets no extra pass
+            return [], f"the run so far could not be analysed ({type(exc).__name__}: {exc})"
+
+    return check
+
+
 #: Seconds between two heartbeat lines of a pass without a terminal (``NSIGHTWRAP_HEARTBEAT_S``).
 HEARTBEAT_S = 30.0
 
@@ -604,7 +619,7 @@ def profile_command(
     readers = _readers()
     code, status, problems, interrupted = run_passes(
         s, layout, tools, skipped, display, sweep_check=_sweep_check(readers),
-        prefetch=None if no_analyze else _prefetch(readers),
+        prefetch=None if no_analyze else _prefetch(readers), coverage_check=_coverage_check(readers),
     )  # fmt: skip
     if code == EXIT_INTERRUPTED:
         for r in readers:

@@ -79,6 +79,16 @@ def ncu_iteration_filter(bench: str | None = None) -> list[str]:
     return ["--nvtx", "--nvtx-include", f"regex:{NVTX_DOMAIN}@{outer}/{ITER_PREFIX}[0-9]+/"]
 
 
+def ncu_benchmark_filter(nvtx_path: str, iter_prefix: str = ITER_PREFIX) -> list[str]:
+    """ncu arguments that profile only the kernels inside one benchmark's iteration ranges: its
+    range path ``domain:name`` (as the analysis spells it) and ``<iter_prefix><i>`` under it, the
+    names regex-escaped (the coverage pass: ``nsightwrap profile`` re-profiles benchmarks the
+    capped passes left without ncu figures of their own)."""
+    dom, _, name = nvtx_path.partition(":") if ":" in nvtx_path else ("", "", nvtx_path)
+    head = f"{dom}@" if dom else ""
+    return ["--nvtx-include", f"regex:{head}{_ncu_regex_escape(name)}/{_ncu_regex_escape(iter_prefix)}[0-9]+/"]
+
+
 # --- the zero-change capture layer (nsightwrap/capture, docs/capture.md) ----------------------
 
 #: ``1``: load the capture layer in every Python process of the pass (``nsightwrap profile`` sets

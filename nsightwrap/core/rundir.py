@@ -38,6 +38,10 @@ CLOCK_SWEEP_PASS = "ncu-base"
 #: ncu pass's many counters take 17 replay passes (12 with --no-roofline-counters), which read
 #: some kernels several % longer.
 DURATION_PASS = "ncu-duration"
+#: The coverage pass (ncu at ``--clock-control none``, duration and SM clock only, no cap, only
+#: the iteration ranges of the benchmarks the capped passes left without ncu figures of their
+#: own): its manifest name and directory. It runs after the clock sweep, only where needed.
+COVER_PASS = "ncu-cover"
 #: The clock sweep's two passes, in the order they run (after the nsys pass, each only where it
 #: can change an answer: analysis/basepass.py).
 SWEEP_PASSES = (DURATION_PASS, CLOCK_SWEEP_PASS)
@@ -136,6 +140,15 @@ class RunLayout:
     @property
     def ncu_duration_report(self) -> Path:
         return _plain_or_gz(self.pass_dir(DURATION_PASS) / "report.ncu-rep")
+
+    @property
+    def ncu_cover_report_base(self) -> Path:
+        """The coverage pass's report, without suffix."""
+        return self.pass_dir(COVER_PASS) / "report"
+
+    @property
+    def ncu_cover_report(self) -> Path:
+        return _plain_or_gz(self.pass_dir(COVER_PASS) / "report.ncu-rep")
 
     def sweep_report_base(self, name: str) -> Path:
         """Report path (without suffix) of one of the clock sweep's passes (``SWEEP_PASSES``)."""

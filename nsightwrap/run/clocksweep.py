@@ -32,9 +32,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from nsightwrap.core.contract import ENV_NCU_ITERS, PASS_NCU
+from nsightwrap.core.contract import ENV_NCU_ITERS, PASS_NCU, ncu_benchmark_filter
 from nsightwrap.run.launch import CommandResult, pass_env
-from nsightwrap.run.rundir import CLOCK_SWEEP_PASS, PassRecord, RunLayout
+from nsightwrap.run.rundir import CLOCK_SWEEP_PASS, COVER_PASS, PassRecord, RunLayout
 
 #: What both sweep passes collect: each kernel's duration and its SM clock (one replay pass).
 BASE_METRICS = ("gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second")
@@ -96,6 +96,66 @@ def base_argv(ncu_pass_argv: Sequence[str], report_base: Path, cap: int | None =
 def duration_argv(ncu_pass_argv: Sequence[str], report_base: Path, cap: int | None = None) -> list[str] | None:
     """The duration pass's argv (``sweep_argv`` at ``--clock-control none``)."""
     return sweep_argv(ncu_pass_argv, report_base, "none", cap)
+
+
+def cover_argv(
+    ncu_pass_argv: Sequence[str], report_base: Path, benchmarks: Sequence[tuple[str, str]]
+) -> list[str] | None:
+    """The coverage pass's argv: the ncu pass's at ``--clock-control none`` with ``BASE_METRICS``
+    only, writing to ``report_base``, its NVTX filter replaced by the iteration ranges of
+    ``benchmarks`` (``(range path, iteration prefix)``: ``contract.ncu_benchmark_filter``, names
+    regex-escaped) and no per-launch-config cap, so that every launch in those ranges is profiled;
+    None where the user's own ncu arguments choose the clock control."""
+    argv = sweep_argv(ncu_pass_argv, report_base, "none")
+    if argv is None or not benchmarks:
+        return None
+    end = argv.index("-f") if "-f" in argv else len(argv)
+    head, rest = argv[3:end], argv[end:]
+    kept: list[str] = []
+    i = 0
+    while i < len(head):
+        a = head[i]
+        if a == "--nvtx":
+            i += 1
+        elif a in ("--nvtx-include", "--nvtx-exclude", "--filter-mode", "--launch-count") and i + 1 < len(head):
+            i += 2  # nsightwrap's own filter and cap (the user's --ncu-args come after "-f", kept)
+        else:
+            kept.append(a)
+            i += 1
+    filters = ["--nvtx"] + [a for path, prefix in benchmarks for a in ncu_benchmark_filter(path, prefix)]
+    return [*argv[:3], *filters, *kept, *rest]
+
+
+def run_cover_pass(
+    prof: _Runs, ncu_pass_argv: Sequence[str], ncu_iters: int, extra_env: dict[str, str], deadline: float | None,
+    benchmarks: Sequence[tuple[str, str]],
+) -> tuple[PassRecord, str | None]:  # fmt: skip
+    """Run the coverage pass (``cover_argv``) over ``benchmarks``: its manifest record and a warning
+    for the user (None if it went well). Like the clock sweep's passes it never fails the run."""
+    L = prof.layout
+    L.pass_dir(COVER_PASS).mkdir(exist_ok=True)
+    env = pass_env(L.root, PASS_NCU, {**extra_env, ENV_NCU_ITERS: str(ncu_iters)})
+    argv = cover_argv(ncu_pass_argv, L.ncu_cover_report_base, benchmarks)
+    fallback = "those benchmarks keep what the capped passes gave them (or no ncu figure, with the reason)"
+    if argv is None:
+        msg = "skipped: --ncu-args sets --clock-control"
+        return prof._record(COVER_PASS, "skipped", env, [], message=msg), f"coverage pass {msg}; {fallback}"
+    res = prof._run(COVER_PASS, argv, env, deadline)
+    out, err = L.logs(COVER_PASS)
+    text = "\n".join(p.read_text(errors="replace") for p in (out, err) if p.is_file())
+    kernels = sum(1 for ln in text.splitlines() if ln.startswith('==PROF== Profiling "'))
+    if res.status == "ok" and L.ncu_cover_report.is_file():
+        return prof._record(COVER_PASS, "ok", env, [res], kernels_profiled=kernels), None
+    if res.status in ("timeout", "interrupted"):
+        status, why = res.status, "ran past --timeout and was stopped" if res.status == "timeout" else "interrupted"
+    elif res.status != "ok":
+        status, why = "failed", f"ncu {f'was killed by signal {res.signal}' if res.signal else f'exited with code {res.returncode}'}"
+    else:
+        status, why = "failed", f"ncu exited 0 but wrote no report ({kernels} kernels profiled)"
+    log = err if err.is_file() and err.stat().st_size else out
+    rec = prof._record(COVER_PASS, status, env, [res], message=f"{why}; see {log} (to reproduce: {shlex.join(argv)})",
+                       kernels_profiled=kernels)  # fmt: skip
+    return rec, f"coverage pass (ncu over the benchmarks the capped passes missed): {why}; {fallback}"
 
 
 def clock_trouble(text: str) -> str | None:

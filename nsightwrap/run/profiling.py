@@ -48,7 +48,7 @@ from nsightwrap.core.errors import (
     NsightwrapError,
     ToolNotFound,
 )
-from nsightwrap.run.clocksweep import run_clock_sweep, sweep_command
+from nsightwrap.run.clocksweep import run_clock_sweep, run_cover_pass, sweep_command
 from nsightwrap.run.launch import (
     Command,
     CommandResult,
@@ -65,6 +65,7 @@ from nsightwrap.run.launch import (
 from nsightwrap.run.nsys_export import keep_clock_only
 from nsightwrap.run.rundir import (
     CLOCK_SWEEP_PASS,
+    COVER_PASS,
     DURATION_PASS,
     SWEEP_PASSES,
     Manifest,
@@ -954,6 +955,48 @@ def _clock_sweep(
     finish_nsys(prof, display, plan)
 
 
+#: Asked once the ncu passes have run, with the run directory and the manifest so far: the
+#: benchmarks (range path, iteration prefix) whose ncu figure the capped passes left missing or
+#: borrowed from other launches, and why, in one line (the CLI answers from the analysis:
+#: ``analysis.load.coverage_gaps``).
+CoverageCheck = Callable[[Path, dict[str, Any]], "tuple[list[tuple[str, str]], str]"]
+
+
+def _coverage(
+    prof: Profiler, s: Settings, display: Display, plan: Plan | None, check: CoverageCheck | None,
+    manifest: Callable[[], dict[str, Any]],
+) -> None:  # fmt: skip
+    """The coverage pass (``run.clocksweep.run_cover_pass``): ncu again, with no cap and the
+    duration and SM clock only, over the iteration ranges of the benchmarks ``check`` finds without
+    ncu figures of their own; only where there are any. The plan records the check's answer."""
+    ncu = prof.records.get(PASS_NCU)
+    if check is None or ncu is None or ncu.status != "ok" or not ncu.commands or prof.interrupted:
+        return
+    finish_nsys(prof, display, plan)  # the check reads the nsys export
+    t_check = time.monotonic()
+    benchmarks, why = check(prof.layout.root, manifest())
+    record = {"runs": bool(benchmarks), "why": why, "benchmarks": [p for p, _ in benchmarks],
+              "ranges": [f"{p}/{prefix}" for p, prefix in benchmarks],
+              "check_s": round(time.monotonic() - t_check, 3)}  # fmt: skip
+    if plan is not None:
+        plan.coverage = record
+    if not benchmarks or prof.interrupted:
+        return
+    display.warn(f"{COVER_PASS} pass needed: {why}")
+    deadline = None if s.timeout_s is None else time.monotonic() + s.timeout_s
+    with display.pass_running(COVER_PASS, f"ncu (duration, SM clock; {len(benchmarks)} benchmark(s)) " + shlex.join(s.argv)):
+        rec, warning = run_cover_pass(prof, list(ncu.commands[0].argv), s.ncu_iters, prof._target_env(), deadline,
+                                      benchmarks)  # fmt: skip
+    prof.records[COVER_PASS] = rec
+    if rec.status == "ok":
+        prof.read_ahead(prof.layout.ncu_cover_report)
+    display.done(rec)
+    if plan is not None:
+        plan.after(COVER_PASS, rec)
+    if warning:
+        display.warn(warning)
+
+
 def stage_sweep(prof: Profiler, s: Settings, name: str) -> bool:
     """Start sweep pass ``name`` early (``Profiler.stage``), with the command ``run_clock_sweep``
     will run; False where it is not started (the ncu pass failed, no Python target, ...)."""
@@ -1024,11 +1067,18 @@ class Plan:
         self.cut: list[dict[str, Any]] = []
         #: Each clock-sweep pass's decision: ``{"pass", "runs", "why"}``.
         self.decided: list[dict[str, Any]] = []
+        #: The coverage check's answer: ``{"runs", "why", "benchmarks", "check_s"}`` (None: not asked).
+        self.coverage: dict[str, Any] | None = None
 
     def what(self, name: str) -> str:
         s = self.s
         if name == PASS_PLAIN:
             return "the script as is, timings recorded"
+        if name == COVER_PASS:
+            return (
+                "ncu duration and SM clock at --clock-control none, no cap, over the iteration ranges of the "
+                "benchmarks the capped passes left without ncu figures of their own"
+            )
         if name in (PASS_NCU, *SWEEP_PASSES):
             n = s.counters_cap if name == PASS_NCU else s.sweep_cap
             capped = bool(kernel_cap_args(n, s.ncu_extra))
@@ -1107,6 +1157,7 @@ class Plan:
             "budget_s": self.s.budget_s, "cut": self.cut, "ncu_kernel_cap": self.s.ncu_kernel_cap,
             "ncu_counters_cap": self.s.counters_cap, "ncu_sweep_cap": self.s.sweep_cap,
             "base_pass": self.s.base_pass, "duration_pass": self.s.duration_pass, "decided": self.decided,
+            "coverage": self.coverage,
         }  # fmt: skip
 
 
@@ -1140,18 +1191,20 @@ def _pass_order(passes: tuple[str, ...], records: dict[str, PassRecord]) -> list
     for name in passes:
         order.append(name)
         if name == PASS_NCU:
-            order += [p for p in SWEEP_PASSES if p in records]
+            order += [p for p in (*SWEEP_PASSES, COVER_PASS) if p in records]
     return order
 
 
 def run_passes(
     s: Settings, layout: RunLayout, tools: dict[str, Tool], skipped: tuple[str, ...], display: Display,
     sweep_check: SweepCheck | None = None, prefetch: Callable[[Path], None] | None = None,
+    coverage_check: CoverageCheck | None = None,
 ) -> tuple[int, str, list[Problem], bool]:  # fmt: skip
     """Run the passes and write the manifest (last, whatever happens): the exit code, the run's
     status, the problems to report and whether the run was interrupted. ``sweep_check`` decides,
     after the other passes, whether each clock-sweep pass is needed (without it, both run);
-    ``prefetch`` is handed each report once it is final (``Profiler.read_ahead``)."""
+    ``prefetch`` is handed each report once it is final (``Profiler.read_ahead``);
+    ``coverage_check`` finds the benchmarks the coverage pass re-profiles (without it, none)."""
     start = time.time()
     prof = Profiler(s, layout, tools, display)
     prof.prefetch = prefetch
@@ -1205,6 +1258,11 @@ def run_passes(
                     return sweep_check(name, layout.root, partial.to_json())
 
                 _clock_sweep(prof, s, display, plan, SWEEP_PASSES, needed)
+
+                def so_far() -> dict[str, Any]:
+                    return _manifest(prof, s, "running", EXIT_OK, start, gpu, git, plan).to_json()
+
+                _coverage(prof, s, display, plan, coverage_check, so_far)
     except KeyboardInterrupt:
         prof.interrupted = True
     finally:

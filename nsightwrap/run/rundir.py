@@ -18,6 +18,7 @@ from nsightwrap.core.errors import UsageError
 from nsightwrap.core.jsonfile import write_json_atomic
 from nsightwrap.core.rundir import (
     CLOCK_SWEEP_PASS,
+    COVER_PASS,
     DEFAULT_ROOT,
     DURATION_PASS,
     MANIFEST_FORMAT,
@@ -31,7 +32,7 @@ from nsightwrap.core.rundir import (
 from nsightwrap.run.launch import CommandResult
 
 __all__ = [
-    "CLOCK_SWEEP_PASS", "DEFAULT_ROOT", "DURATION_PASS", "MANIFEST_FORMAT", "MANIFEST_NAME", "MANIFEST_VERSION",
+    "CLOCK_SWEEP_PASS", "COVER_PASS", "DEFAULT_ROOT", "DURATION_PASS", "MANIFEST_FORMAT", "MANIFEST_NAME", "MANIFEST_VERSION",
     "MERGED_FORMAT", "SWEEP_PASSES", "Manifest", "PassRecord", "RunLayout", "create_run_dir", "default_run_dir",
     "read_manifest", "write_manifest",
 ]  # fmt: skip
