@@ -50,11 +50,7 @@ from nsightwrap.analysis.model import (
     Settings,
     TimerStats,
 )
-<<<<<<< HEAD
 from nsightwrap.analysis.ncucount import check_whole, pass_record, shortfall
-from nsightwrap.analysis.ncusample import kernel_cap, ncu_stats_sampled
-from nsightwrap.analysis.plainclock import plain_pass_clocks
-=======
 from nsightwrap.analysis.ncusample import (
     COVER_COLUMN,
     NO_NCU_LEAD,
@@ -63,7 +59,7 @@ from nsightwrap.analysis.ncusample import (
     kernel_cap,
     ncu_stats_sampled,
 )
->>>>>>> h/coverage
+from nsightwrap.analysis.plainclock import plain_pass_clocks
 from nsightwrap.analysis.power import attach_power
 from nsightwrap.analysis.reconcile import BenchmarkSpec, reconcile_all, specs_from_nvtx
 from nsightwrap.analysis.roofline import attach_rooflines
@@ -511,12 +507,12 @@ def _sweep_record(manifest: Mapping[str, Any], name: str) -> Mapping[str, Any] |
 
 def _sweep_report(
     layout: RunLayout, name: str, what: str, then: str, manifest: Mapping[str, Any], notes: list[str],
-    crashes: list[str], read: NcuRepReader,
+    crashes: list[str], read: NcuRepReader, report: Path | None = None,
 ) -> tuple[pd.DataFrame | None, bool]:
     """``(kernels, told)``: the report of clock-sweep pass ``name``, or None (``told``: a note said
     why and what follows, ``then``). The sweep only refines the ncu pass's figures, so a report that
     is damaged or holds fewer kernels than its pass profiled is left out with a note, never read in part."""
-    report = layout.sweep_report(name)
+    report = layout.sweep_report(name) if report is None else report
     if not report.is_file():
         return None, False
     try:
@@ -569,9 +565,8 @@ def _with_clock_sweep(
             )
     else:
         out, taken = attach_durations(ncu, light)
-<<<<<<< HEAD
-=======
-    cover = _sweep_report(layout.ncu_cover_report, "coverage-pass", notes, crashes, read)
+    cover, _ = _sweep_report(layout, COVER_PASS, "coverage-pass", "its benchmarks keep what the capped passes gave",
+                             manifest, notes, crashes, read, report=layout.ncu_cover_report)
     asked = _dig(manifest, "plan", "coverage", "ranges")
     out, replaced = with_coverage(out, cover, COVER_COLUMN, [str(r) for r in asked] if isinstance(asked, list) else [])
     if replaced:
@@ -580,11 +575,6 @@ def _with_clock_sweep(
             "no cap; duration and SM clock, counters from the ncu pass's instance of the same kernel and shape): "
             "the capped passes had left them without ncu figures of their own"
         )
-    counters = (
-        "ncu durations are the ncu pass's, whose counters take 17 replay passes (12 with "
-        "--no-roofline-counters) and can read kernels a few % long"
-    )
->>>>>>> h/coverage
     if light is None:
         if not told:
             notes.append(_missing_pass(_sweep_record(manifest, DURATION_PASS), "duration pass", counters))
