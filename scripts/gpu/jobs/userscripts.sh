@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # GPU job: the user-style scripts of studies/userscripts/ profiled unmodified (SCRIPTS picks them,
 # PROFILE_ARGS adds options, LIMIT_EACH bounds each profile), each also run plain CONTROL times
-# (default 1) as a noise control; run directories come back with GPU_METRICS cut to the GPC clock.
+# (default 1) as a noise control. Each run's reports (json, md, table) and its validation table
+# (studies/verdict_table.py) come back; of the run directories only manifests, sidecars and logs,
+# but those named in KEEP_RUNS whole, with GPU_METRICS cut to the GPC clock and reports gzipped.
 set -u
 : "${JOB_OUT:?JOB_OUT must be set}"
 export PATH="/usr/local/cuda/bin:$PATH"
@@ -24,6 +26,8 @@ for d in "$JOB_OUT"/runs/*/; do
   python3 -m nsightwrap report "$d" --format json -o "$d.report.json" > /dev/null 2>&1; echo "report json $(basename "$d") rc=$?"
   python3 -m nsightwrap report "$d" --format md -o "$d.report.md" > /dev/null 2>&1
   COLUMNS=220 python3 -m nsightwrap report "$d" --format table > "$d.report.txt" 2>&1
+  python3 -m studies.verdict_table "$d" --json "$d.verdict.json" > "$d.verdict.md" 2>&1; echo "verdict table $(basename "$d") rc=$?"
+  tail -n 2 "$d.verdict.md"
   sq="$d/nsys/report.sqlite"
   if [ -f "$sq" ]; then
     python3 - "$sq" <<'PY'
@@ -39,6 +43,11 @@ PY
     gzip -9 "$sq"
   fi
   for r in "$d"/*/report.ncu-rep; do [ -f "$r" ] && gzip -9 "$r"; done
+  [ -f "$d/plain/clock.sqlite" ] && gzip -9 "$d/plain/clock.sqlite"
   find "$d" -name '*.nsys-rep' -delete
+  case " ${KEEP_RUNS:-} " in
+    *" $(basename "$d") "*) ;;
+    *) find "$d" -type f ! -name '*.json' ! -name '*.log' -delete ;;
+  esac
 done
 du -sh "$JOB_OUT"/runs/* 2>/dev/null
