@@ -54,6 +54,15 @@ def _no_flag_metavar() -> None:
 
 _no_flag_metavar()
 
+
+def _exit_codes_epilog() -> str:
+    """The exit codes (core/errors.py's one list), escaped for rich (``[html]``)."""
+    from rich.markup import escape
+
+    from nsightwrap.core.errors import exit_code_lines
+
+    return "Exit codes:\n\n" + "\n\n".join(escape(ln.strip()) for ln in exit_code_lines())
+
 app = typer.Typer(
     name="nsightwrap",
     help=(
@@ -62,6 +71,7 @@ app = typer.Typer(
         "Nsight Systems, ties every kernel to its benchmark through NVTX ranges, brings all "
         "durations to one SM clock and explains every disagreement."
     ),
+    epilog=_exit_codes_epilog(),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -25,6 +25,28 @@ EXIT_NO_COMMON = 7
 EXIT_MISSING_EXTRA = 8
 EXIT_INTERRUPTED = 130
 
+#: Every exit code and what it means: the one list the README's table and ``--help`` are made
+#: from (``exit_code_lines``; tests/test_exit_codes.py checks the README against it).
+EXIT_MEANINGS: tuple[tuple[int, str], ...] = (
+    (EXIT_OK, "ok"),
+    (EXIT_FINDINGS, "findings that fail, and nothing else: --strict discrepancies (report, profile), regressions (compare)"),
+    (EXIT_BAD_INPUT, "usage error or bad input (a missing, damaged or unknown file), raw files kept"),
+    (EXIT_TOOL_FAILED, "a tool or the profiled program failed, or an unexpected error (one line, traceback saved)"),
+    (EXIT_TIMEOUT, "a pass timed out (--timeout); the run goes on with the next pass"),
+    (EXIT_NATIVE_CRASH, "the native ncu report reader (ncu_report) crashed; the rest of the report is still produced"),
+    (EXIT_NOTHING_MEASURED, "nothing measured: no timing and no profiled kernel (no GPU, no ncu, no nsys?)"),
+    (EXIT_NO_COMMON, "compare: no benchmark in common (or, with --require-all, a baseline benchmark is missing)"),
+    (EXIT_MISSING_EXTRA, "an output needs an optional extra that is not installed (HTML: pip install 'nsightwrap[html]')"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+)
+
+
+def exit_code_lines(markdown: bool = False) -> list[str]:
+    """The exit codes, one per line (``markdown``: as a table)."""
+    if not markdown:
+        return [f"{code:>3}  {what}" for code, what in EXIT_MEANINGS]
+    return ["| exit code | meaning |", "| ---: | --- |", *(f"| {code} | {what} |" for code, what in EXIT_MEANINGS)]
+
 
 class NsightwrapError(Exception):
     """Base of every error nsightwrap reports to a user."""
@@ -113,3 +135,7 @@ class MissingExtra(NsightwrapError):
     """An output needs an optional dependency (an extra of the package) that is not installed."""
 
     exit_code = EXIT_MISSING_EXTRA
+
+
+if __name__ == "__main__":  # prints the README's exit-code table
+    print("\n".join(exit_code_lines(markdown=True)))
