@@ -43,8 +43,10 @@ from nsightwrap.core.errors import (
     EXIT_OK,
     EXIT_TIMEOUT,
     EXIT_TOOL_FAILED,
+    DiskFull,
     NsightwrapError,
     ToolNotFound,
+    is_no_space,
 )
 from nsightwrap.run.clocksweep import run_clock_sweep, sweep_command
 from nsightwrap.run.launch import (
@@ -347,7 +349,23 @@ class Profiler:
             res = run_command(cmd, on_line=self._on_line())
         if res.status == "interrupted":
             self.interrupted = True
+        self._told(name, res)
         return res
+
+    def _told(self, name: str, res: CommandResult) -> None:
+        """What every command of a pass may leave to tell: processes it left running (ended before
+        the next pass; the count is in its manifest record) and a log it could not write."""
+        if res.strays_ended:
+            self.display.warn(
+                f"{name} pass: ended {res.strays_ended} process(es) the target left running in another "
+                "session (they would have shared the GPU with the next pass)"
+            )
+        if res.log_error:
+            self.problems.append(Problem(
+                name, f"{name} pass: {res.log_error}",
+                f"free space there and profile again; what was written is kept in {self.layout.root}",
+                EXIT_TOOL_FAILED,
+            ))  # fmt: skip
 
     # -- passes started early ------------------------------------------------------------------
 
@@ -454,7 +472,7 @@ class Profiler:
     def _status_of(self, res: CommandResult, problems: list[Problem]) -> str:
         if res.status == "timeout":
             return "timeout"
-        return "failed" if problems else "ok"
+        return "failed" if problems or res.log_error else "ok"
 
     # -- passes ------------------------------------------------------------------------------
 
@@ -577,7 +595,8 @@ class Profiler:
     def _nsys_record(self, env: dict[str, str], cmds: list[CommandResult], problem: Problem | None) -> PassRecord:
         problems = [problem] if problem else []
         self.problems += problems
-        status = "timeout" if any(c.status == "timeout" for c in cmds) else ("failed" if problems else "ok")
+        failed = problems or any(c.log_error for c in cmds)
+        status = "timeout" if any(c.status == "timeout" for c in cmds) else ("failed" if failed else "ok")
         return self._record(PASS_NSYS, status, env, cmds)
 
     def finish_nsys(self, stop: bool = False) -> PassRecord | None:
@@ -590,6 +609,7 @@ class Profiler:
         res = running.stop() if stop else running.wait()
         if res.status == "interrupted":
             self.interrupted = True
+        self._told(PASS_NSYS, res)
         cmds = [*cmds, res]
         return self._nsys_record(env, cmds, None if stop else self._export_problem(res))
 
@@ -1134,6 +1154,16 @@ def run_passes(
                 _clock_sweep(prof, s, display, plan, SWEEP_PASSES, needed)
     except KeyboardInterrupt:
         prof.interrupted = True
+    except (OSError, DiskFull) as exc:
+        # A full disk while writing the run's own files (env/, logs): told as a problem of the
+        # run, the passes stop, and the manifest below still says so if it fits.
+        if not (isinstance(exc, DiskFull) or is_no_space(exc)):
+            raise
+        msg = exc.message if isinstance(exc, DiskFull) else DiskFull.writing(exc.filename or layout.root, exc).message
+        prof.problems.append(Problem(
+            "run", msg, f"free space there and profile again; what was written is kept in {layout.root}",
+            EXIT_TOOL_FAILED,
+        ))  # fmt: skip
     finally:
         prof.drop_all()
         finish_nsys(prof, display, plan, stop=True)
