@@ -647,8 +647,9 @@ def profile_command(
         err.print(
             "[bold red]interrupted[/]: the passes were stopped; what they wrote is kept", highlight=False
         )
-    if code != EXIT_INTERRUPTED and not no_analyze:
+    if code != EXIT_INTERRUPTED and not no_analyze and not any(p.disk_full for p in problems):
         # A pass's failure (3) or timeout (4) stays the exit code; the analysis can only add one.
+        # After a full disk it is not run: what it would find missing is what did not fit.
         analysis_code = _analyze(layout.root, out, err, show=not quiet, readers=readers)
         if code == EXIT_OK and analysis_code != EXIT_OK:
             # The manifest says what the process returns, not only how the passes ended.

@@ -324,7 +324,8 @@ def _pump(
 
 
 def _log_error(path: str, exc: OSError) -> str:
-    """One line for a log that could not be written."""
+    """One line for a log that could not be written (``no space left on device`` where the disk,
+    the quota or the file size limit was full)."""
     if is_no_space(exc):
         return DiskFull.writing(path, exc).message
     return f"cannot write {path}: {exc.strerror or exc}"

@@ -48,6 +48,7 @@ from nsightwrap.core.errors import (
     ToolNotFound,
     is_no_space,
 )
+from nsightwrap.core.jsonfile import write_text_atomic
 from nsightwrap.run.clocksweep import run_clock_sweep, sweep_command
 from nsightwrap.run.launch import (
     Command,
@@ -118,6 +119,9 @@ class Problem:
     hint: str | None
     exit_code: int
     log: Path | None = None
+    #: The disk (or quota, or file size limit) was full: the run's files are incomplete, and the
+    #: analysis at the end is not run (its findings would be about the missing files).
+    disk_full: bool = False
 
 
 @dataclass(frozen=True)
@@ -364,7 +368,7 @@ class Profiler:
             self.problems.append(Problem(
                 name, f"{name} pass: {res.log_error}",
                 f"free space there and profile again; what was written is kept in {self.layout.root}",
-                EXIT_TOOL_FAILED,
+                EXIT_TOOL_FAILED, disk_full="no space left on device" in res.log_error,
             ))  # fmt: skip
 
     # -- passes started early ------------------------------------------------------------------
@@ -783,7 +787,7 @@ def capture_env(
     if smi:
         xml = got["smi_xml"]
         if xml.ok:
-            layout.smi_xml.write_text(xml.stdout)
+            write_text_atomic(layout.smi_xml, xml.stdout)  # a full disk: DiskFull naming the file
             gpu = _gpu_info(layout.smi_xml)
             if gpu:
                 versioned["nvidia-smi"] = Tool("nvidia-smi", smi.path, smi.found_by, gpu.get("driver"))
@@ -796,7 +800,7 @@ def capture_env(
         info[PASS_NSYS]["gpu_metrics_flag"] = metrics_flag
         info[PASS_NSYS]["qdstrm_importer"] = str(importer) if importer else None
     info["python"] = {"path": sys.executable, "version": sys.version.split()[0]}
-    layout.tools_json.write_text(json.dumps(info, indent=2) + "\n")
+    write_text_atomic(layout.tools_json, json.dumps(info, indent=2) + "\n")
     return (
         versioned,
         gpu,
@@ -1162,7 +1166,7 @@ def run_passes(
         msg = exc.message if isinstance(exc, DiskFull) else DiskFull.writing(exc.filename or layout.root, exc).message
         prof.problems.append(Problem(
             "run", msg, f"free space there and profile again; what was written is kept in {layout.root}",
-            EXIT_TOOL_FAILED,
+            EXIT_TOOL_FAILED, disk_full=True,
         ))  # fmt: skip
     finally:
         prof.drop_all()
