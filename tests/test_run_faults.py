@@ -17,10 +17,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import jsonschema
 import pytest
 from fake_tools.harness import FAKE_PATH, ROOT, alive
 
 from nsightwrap.core.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_TIMEOUT, EXIT_TOOL_FAILED
+from nsightwrap.schemas import load
 
 EXAMPLE = ROOT / "fixtures" / "runs" / "h200-example"
 SHARDS = ROOT / "fixtures" / "runs" / "h200-shards"
@@ -101,6 +103,7 @@ def test_a_log_that_fills_the_disk_fails_the_pass_with_one_line_and_keeps_the_ru
     assert (m["status"], m["exit_code"]) == ("failed", EXIT_TOOL_FAILED)
     [plain] = m["passes"]
     assert plain["status"] == "failed" and "no space left on device" in plain["commands"][0]["log_error"]
+    jsonschema.validate(m, load("manifest"))
     assert r.stdout.strip() == "run directory: run (failed); reports: nsightwrap report run"
 
 
@@ -189,6 +192,7 @@ def test_a_process_the_target_left_in_another_session_is_ended(tmp_path: Path, s
         m = json.loads((tmp_path / "run" / "manifest.json").read_text())
         [cmd] = m["passes"][0]["commands"]
         assert cmd["strays_ended"] == 1 and m["exit_code"] == code
+        jsonschema.validate(m, load("manifest"))
         log = (tmp_path / "run" / "plain" / "stderr.log").read_text()
         assert f"nsightwrap: ended 1 process(es) the command left running (pid {pid})" in log
         assert "grandchild up" in (tmp_path / "run" / "plain" / "stdout.log").read_text()  # its output kept
