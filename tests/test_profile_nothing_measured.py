@@ -1,6 +1,7 @@
-"""``nsightwrap profile`` that measured nothing exits 6 with one line naming why and the fix,
-and keeps the raw files: a real ``python -m nsightwrap`` process, once on a PATH without any GPU
-tool and once with the fake tools on PATH and a target that timed nothing."""
+"""``nsightwrap profile`` that measured nothing exits 6 with one line naming why and the fix: on a
+PATH without any GPU tool at once, leaving nothing behind; where something could measure but
+nothing did, after the passes, with the raw files kept and the manifest saying exit 6. Real
+``python -m nsightwrap`` processes."""
 
 from __future__ import annotations
 
@@ -22,12 +23,15 @@ from nsightwrap.run.tools import known_locations
 has_real_tools = bool(known_locations("ncu") or known_locations("nsys") or Path("/usr/bin/nvidia-smi").exists())
 
 
-def run_profile(tmp_path: Path, path: list[str], *args: str) -> subprocess.CompletedProcess[str]:
+def run_profile(
+    tmp_path: Path, path: list[str], *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {
         "HOME": str(tmp_path),
         "PATH": os.pathsep.join(path),
         "PYTHONPATH": str(ROOT),  # this checkout's nsightwrap, whatever is installed
         "FAKE_TOOLS_LOG": str(tmp_path / "fake_tools.log"),
+        **(env or {}),
     }
     return subprocess.run(
         [sys.executable, "-m", "nsightwrap", "profile", *args], cwd=tmp_path, env=env,
@@ -40,34 +44,43 @@ def error_lines(stderr: str) -> list[str]:
 
 
 @pytest.mark.skipif(has_real_tools, reason="ncu, nsys or nvidia-smi is installed where nsightwrap looks")
-def test_no_gpu_no_ncu_no_nsys_exits_6_naming_each_cause_and_fix(tmp_path: Path) -> None:
+@pytest.mark.parametrize("flags", [("-q",), (), ("--no-analyze",)])
+def test_no_gpu_no_ncu_no_nsys_exits_6_at_once_with_one_line_and_leaves_nothing(tmp_path: Path, flags: tuple[str, ...]) -> None:
     empty = tmp_path / "bin"
     empty.mkdir()
-    r = run_profile(tmp_path, [str(empty)], "-q", "-o", "run", str(TARGET))
+    r = run_profile(tmp_path, [str(empty)], *flags, "-o", "run", str(TARGET))
     assert r.returncode == EXIT_NOTHING_MEASURED, r.stderr
-    assert "Traceback" not in r.stderr
-    lines = error_lines(r.stderr)
-    assert len(lines) == 1, r.stderr  # one line, even with -q
-    line = lines[0]
+    # Checked before anything runs: one line (no doctor lines, no warnings, no empty table) ...
+    assert r.stderr.splitlines() == [
+        "error: nothing can be measured on this machine: no NVIDIA GPU (nvidia-smi not found); ncu and nsys not "
+        "found; run on a machine with an NVIDIA GPU and its driver (nsightwrap doctor), with the CUDA toolkit's "
+        "Nsight tools installed or given by --ncu/--nsys PATH; nothing was run and no run directory was made"
+    ]
+    assert r.stdout == ""
+    # ... and nothing left behind: no run directory, no default one, the target never ran.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin"]
+    # Without a run directory given either.
+    r = run_profile(tmp_path, [str(empty)], *flags, str(TARGET))
+    assert r.returncode == EXIT_NOTHING_MEASURED and sorted(p.name for p in tmp_path.iterdir()) == ["bin"]
+
+
+def test_the_nothing_measured_line_names_each_cause_its_manifest_shows(tmp_path: Path, monkeypatch) -> None:
+    # A run whose manifest has no GPU and skipped ncu and nsys passes, read on a PATH without
+    # nvidia-smi (where something could measure, the run goes on to this line).
+    from nsightwrap.cli.profile_cmd import nothing_measured_line
+
+    monkeypatch.setenv("PATH", str(tmp_path))
     run = tmp_path / "run"
-    assert line.startswith(f"error: nothing was measured in {run}: ")
+    (run / "plain").mkdir(parents=True)
+    (run / "plain" / "stdout.log").write_text("target: pass=plain\n")
+    passes = [{"name": "plain", "status": "ok"}, {"name": "ncu", "status": "skipped"}, {"name": "nsys", "status": "skipped"}]
+    (run / "manifest.json").write_text(json.dumps({"gpu": None, "passes": passes}))
+    line = nothing_measured_line(run)
     why, fix = line.split(" (fix: ", 1)
-    assert "no NVIDIA GPU (nvidia-smi not found)" in why and "ncu and nsys not found" in why
-    assert "no timings were captured" in why
+    assert why == f"nothing was measured in {run}: no NVIDIA GPU (nvidia-smi not found), ncu and nsys not found, no timings were captured"
     assert "nsightwrap doctor" in fix and "--ncu/--nsys PATH" in fix and "nsightwrap.bench" in fix
+    assert f"(the target's output: {run / 'plain' / 'stdout.log'})" in fix
     assert line.endswith(f"raw files kept in {run}")
-    assert r.stdout.strip() == "run directory: run (complete, nothing measured); reports: nsightwrap report run"
-    # The raw files are kept: the manifest, the plain pass's output and its (empty) sidecar.
-    m = json.loads((run / "manifest.json").read_text())
-    assert {p["name"]: p["status"] for p in m["passes"]} == {"plain": "ok", "ncu": "skipped", "nsys": "skipped"}
-    assert "target: pass=plain" in (run / "plain" / "stdout.log").read_text()
-    assert len(list((run / "plain").glob("timer-*.json"))) == 1
-    # report --strict on that run fails too (no silent green in CI).
-    rep = subprocess.run(
-        [sys.executable, "-m", "nsightwrap", "report", str(run), "--strict", "--format", "json"],
-        env={"PATH": str(empty), "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}, capture_output=True, text=True,
-    )  # fmt: skip
-    assert rep.returncode == 1 and "nothing was measured" in rep.stderr
 
 
 def test_tools_that_measured_nothing_exit_6_with_the_timing_fix(tmp_path: Path) -> None:
@@ -84,4 +97,11 @@ def test_tools_that_measured_nothing_exit_6_with_the_timing_fix(tmp_path: Path) 
     assert "0 benchmarks" in r.stdout  # the report was still printed, and says so
     m = json.loads((run / "manifest.json").read_text())
     assert [p["name"] for p in m["passes"]] == ["plain"] and m["passes"][0]["status"] == "ok"
+    assert (m["status"], m["exit_code"]) == ("nothing-measured", EXIT_NOTHING_MEASURED)  # what the process returned
+    # report --strict on that run fails too (no silent green in CI).
+    rep = subprocess.run(
+        [sys.executable, "-m", "nsightwrap", "report", str(run), "--strict", "--format", "json"],
+        env={"PATH": str(tmp_path), "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}, capture_output=True, text=True,
+    )  # fmt: skip
+    assert rep.returncode == 1 and "nothing was measured" in rep.stderr
     assert (run / "plain" / "smi_samples.csv").is_file() and (run / "env" / "nvidia-smi-q-x.xml").is_file()

@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from nsightwrap import __version__
-from nsightwrap.core.errors import EXIT_INTERRUPTED, NsightwrapError, UsageError
+from nsightwrap.core.errors import EXIT_INTERRUPTED, DiskFull, NsightwrapError, UsageError, is_no_space
 
 
 def _no_flag_metavar() -> None:
@@ -140,12 +141,71 @@ def piped_width(fits: int) -> int | None:
     return fits if stdout_piped() else None
 
 
-def write_output(path: Path, text: str) -> None:
-    """Write a command's output to its ``-o`` file; one clear error when that cannot be done."""
+def write_output(path: Path, text: str | bytes) -> None:
+    """Write a command's output to its ``-o`` file; one clear error when that cannot be done:
+    a full disk is DiskFull (exit 3) and leaves no file behind (and an old one as it was), any
+    other failure a UsageError (exit 2). A path that exists and is no regular file (a FIFO,
+    ``/dev/stdout``) is written as it is."""
+    from nsightwrap.core.jsonfile import write_text_atomic
+
+    hint = "free space there, or choose another -o path"
     try:
-        path.write_text(text, encoding="utf-8")
+        if path.exists() and not path.is_file():
+            with open(path, "wb") as f:
+                f.write(text.encode("utf-8") if isinstance(text, str) else text)
+        else:
+            write_text_atomic(path, text)
+    except DiskFull as exc:
+        raise DiskFull(exc.message, hint=hint) from None
     except OSError as exc:
+        if is_no_space(exc):
+            raise DiskFull.writing(path, exc, hint=hint) from None
         raise UsageError(f"cannot write {path}: {exc.strerror}", hint="choose another -o path") from None
+
+
+class _GuardedStdout:
+    """``sys.stdout`` while a command runs: a write or flush that fails for want of space (a
+    report printed to a full disk, ``> /dev/full``) raises DiskFull naming standard output,
+    one line and exit 3, and what is left goes nowhere (so the exit does not fail again)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        #: The first failure for want of space, kept: a library that swallows it (a probe of
+        #: the stream) cannot make the command end as if its output had been written.
+        self.error: DiskFull | None = None
+
+    def _full(self, exc: OSError) -> DiskFull:
+        if self.error is not None:
+            return self.error
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+        self.error = DiskFull.writing(
+            "standard output", exc, hint="free space where the output goes, or write it with -o elsewhere"
+        )
+        return self.error
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except OSError as exc:
+            if is_no_space(exc):
+                raise self._full(exc) from None
+            raise
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            if is_no_space(exc):
+                raise self._full(exc) from None
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def _register() -> None:
@@ -160,9 +220,24 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and of ``python -m nsightwrap``."""
     _register()
     invoked[:] = list(sys.argv[1:] if argv is None else argv)
+    real_stdout = sys.stdout
+    sys.stdout = guarded = _GuardedStdout(real_stdout)  # type: ignore[assignment]
     try:
-        # standalone mode: Typer prints usage errors itself and exits 2.
-        app(args=argv, prog_name="nsightwrap")
+        try:
+            # standalone mode: Typer prints usage errors itself and exits 2.
+            app(args=argv, prog_name="nsightwrap")
+        except SystemExit:
+            guarded.flush()  # what is still buffered goes out where its failure can be told
+            if guarded.error is not None:
+                raise guarded.error from None
+            raise
+        except OSError as exc:
+            # A full disk under a write that names no file of its own: one line, exit 3.
+            if not is_no_space(exc):
+                raise
+            raise DiskFull.writing(exc.filename or "an output file", exc) from None
+        finally:
+            sys.stdout = real_stdout
     except NsightwrapError as exc:
         if _state["debug"]:  # set by the root callback: the target's own --debug does not count
             raise

@@ -34,6 +34,7 @@ from nsightwrap.core.errors import (
     EXIT_NATIVE_CRASH,
     EXIT_NOTHING_MEASURED,
     EXIT_OK,
+    NothingMeasured,
     NsightwrapError,
     UsageError,
 )
@@ -57,7 +58,7 @@ from nsightwrap.run.profiling import (
     run_passes,
     target_label,
 )
-from nsightwrap.run.rundir import PassRecord, create_run_dir, default_run_dir
+from nsightwrap.run.rundir import PassRecord, create_run_dir, default_run_dir, record_exit
 from nsightwrap.run.shards import ShardSpec, shard_spec
 
 _DEFAULT_NCU_ITERS = 3
@@ -326,6 +327,46 @@ def _analyze(root: Path, out: Console, err: Console, *, show: bool, readers: tup
     return EXIT_OK
 
 
+#: The manifest's ``status`` where the analysis at the end of ``profile`` sets the exit code
+#: (its passes all went well): ``nothing-measured`` (6), ``reader-crashed`` (5), else
+#: ``analysis-failed`` (the analysis error's own code).
+ANALYSIS_STATUS = {EXIT_NOTHING_MEASURED: "nothing-measured", EXIT_NATIVE_CRASH: "reader-crashed"}
+
+
+def no_gpu_here() -> bool:
+    """Whether this machine shows no NVIDIA GPU: no nvidia-smi (on PATH or where drivers put it)
+    and no ``/dev/nvidia<N>`` device node."""
+    import glob
+
+    from nsightwrap.run.tools import find_optional
+
+    return find_optional("nvidia-smi") is None and not glob.glob("/dev/nvidia[0-9]*")
+
+
+def refuse_where_nothing_can_run(s: Settings, ncu: str | None, nsys: str | None) -> None:
+    """Before anything is printed or made: where there is no GPU and no ncu or nsys for the
+    passes asked for, nothing can be measured; NothingMeasured (exit 6), one line with the fix,
+    and no run directory left behind. A profiler given by path or variable is left to
+    ``find_tools`` (a missing one is its own error)."""
+    from nsightwrap.run.tools import TOOL_ENV, find_optional
+
+    if not no_gpu_here():
+        return
+    wanted = [n for n in ("ncu", "nsys") if n in s.passes]
+    if any(n == "ncu" and ncu or n == "nsys" and nsys or os.environ.get(TOOL_ENV[n]) for n in wanted):
+        return
+    if any(find_optional(n) is not None for n in wanted):
+        return
+    missing = f"; {' and '.join(wanted)} not found" if wanted else ""
+    fix = "run on a machine with an NVIDIA GPU and its driver (nsightwrap doctor)" + (
+        ", with the CUDA toolkit's Nsight tools installed or given by --ncu/--nsys PATH" if wanted else ""
+    )
+    raise NothingMeasured(
+        f"nothing can be measured on this machine: no NVIDIA GPU (nvidia-smi not found){missing}",
+        hint=f"{fix}; nothing was run and no run directory was made",
+    )
+
+
 def nothing_measured_line(root: Path) -> str:
     """Why no benchmark got a figure, and the fix for each cause: no GPU, no ncu/nsys, no timings
     captured. The causes come from the run's manifest (what ran, what was skipped); the raw files
@@ -376,8 +417,8 @@ def nothing_measured_line(root: Path) -> str:
         "  nsightwrap profile --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT -o run-$SLURM_ARRAY_TASK_ID "
         "sweep.py   # one task of a Slurm array, then nsightwrap merge (docs/cluster.md)\n\n"
         "  nsightwrap profile --gpus all --replicate sweep.py   # GPU-to-GPU variance\n\n"
-        "Exit codes: 0 ok, 3 a tool or the target failed, 4 timeout, 5 a report reader crashed, "
-        "6 nothing was measured (no GPU, no ncu/nsys, no timings captured), 130 interrupted."
+        "Exit codes: 0 ok, 3 a tool or the target failed, or the disk was full, 4 timeout, 5 a report reader "
+        "crashed, 6 nothing was measured (no GPU, no ncu/nsys, no timings captured), 130 interrupted."
     ),
 )
 def profile_command(
@@ -611,6 +652,7 @@ def profile_command(
         raise typer.Exit(run_on_gpus(g, invoked, err, out, lambda root: _analyze(root, out, err, show=not quiet)))
     if device_file is not None:  # refused before any pass runs, not after
         read_device_file(device_file)
+    refuse_where_nothing_can_run(s, ncu, nsys)
     tools, skipped = find_tools(s, ncu, nsys, display)
     run_dir = output or default_run_dir(target_label(s.target))
     layout = create_run_dir(run_dir, s.passes)
@@ -631,9 +673,13 @@ def profile_command(
         err.print(
             "[bold red]interrupted[/]: the passes were stopped; what they wrote is kept", highlight=False
         )
-    if code != EXIT_INTERRUPTED and not no_analyze:
+    if code != EXIT_INTERRUPTED and not no_analyze and not any(p.disk_full for p in problems):
         # A pass's failure (3) or timeout (4) stays the exit code; the analysis can only add one.
+        # After a full disk it is not run: what it would find missing is what did not fit.
         analysis_code = _analyze(layout.root, out, err, show=not quiet, readers=readers)
+        if code == EXIT_OK and analysis_code != EXIT_OK:
+            # The manifest says what the process returns, not only how the passes ended.
+            record_exit(layout, analysis_code, ANALYSIS_STATUS.get(analysis_code, "analysis-failed"))
         code = code or analysis_code
         if analysis_code == EXIT_NOTHING_MEASURED:
             status = f"{status}, nothing measured"

@@ -14,6 +14,8 @@ asked for needs an optional extra that is not installed (HTML: ``pip install 'ns
 
 from __future__ import annotations
 
+import errno
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_BAD_INPUT = 2
@@ -135,6 +137,33 @@ class MissingExtra(NsightwrapError):
     """An output needs an optional dependency (an extra of the package) that is not installed."""
 
     exit_code = EXIT_MISSING_EXTRA
+
+
+#: errno values that mean "the disk is full" for a writer: no space, the user's quota, or the
+#: process's file size limit (RLIMIT_FSIZE, where SIGXFSZ is ignored).
+NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def is_no_space(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write that failed for want of space (``NO_SPACE_ERRNOS``)."""
+    return isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS
+
+
+class DiskFull(NsightwrapError):
+    """A file could not be written: no space left on the device (or the quota, or the file size
+    limit). Exit 3, like a tool that failed: the machine, not the input, is at fault."""
+
+    exit_code = EXIT_TOOL_FAILED
+
+    @classmethod
+    def writing(cls, path: object, exc: OSError | None = None, *, hint: str | None = None) -> DiskFull:
+        """``cannot write PATH: no space left on device`` (with the quota or size limit named)."""
+        code = None if exc is None else exc.errno
+        why = " (disk quota exceeded)" if code == errno.EDQUOT else " (file size limit reached)" if code == errno.EFBIG else ""
+        return cls(
+            f"cannot write {path}: no space left on device{why}",
+            hint=hint or "free space on that file system and try again",
+        )
 
 
 if __name__ == "__main__":  # prints the README's exit-code table

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nsightwrap.core.errors import InputNotFound, ReportParseError
+from nsightwrap.core.errors import DiskFull, InputNotFound, ReportParseError, is_no_space
 
 
 def write_json_atomic(
@@ -21,17 +21,30 @@ def write_json_atomic(
 ) -> None:
     """Write JSON through a hidden temporary file in the same directory and rename it into place,
     so a reader never sees half a file (and a glob for the final name never sees the temporary)."""
+    text = json.dumps(data, indent=indent, allow_nan=allow_nan) + "\n"
+    write_text_atomic(path, text)
+
+
+def write_text_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
+    """Write ``data`` through a hidden temporary file beside ``path`` and rename it into place: a
+    write that fails (a full disk above all) leaves no half file and no 0-byte file, and an old
+    file at ``path`` untouched. A full disk (or quota, or file size limit) raises DiskFull
+    naming ``path``; any other OSError is raised as it is."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    tmp: str | None = None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=indent, allow_nan=allow_nan)
-            f.write("\n")
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if is_no_space(exc):
+            raise DiskFull.writing(path, exc if isinstance(exc, OSError) else None) from None
         raise
 
 

@@ -208,6 +208,10 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     return data
 
 
+class DamagedMerged(ReportParseError):
+    """A merged manifest whose shard list cannot be followed (a shard number that is none)."""
+
+
 def read_merged(run_dir: Path) -> dict[str, Any] | None:
     """The merged manifest of ``run_dir``, or None when it is not a merged run."""
     path = Path(run_dir) / MANIFEST_NAME
@@ -223,6 +227,12 @@ def read_merged(run_dir: Path) -> dict[str, Any] | None:
         )
     for s in doc.get("shards") or []:
         if isinstance(s, Mapping) and s.get("dir"):
+            index = s.get("index")
+            if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+                raise DamagedMerged(
+                    f"{path}: shard {s['dir']!r} has index {index!r}, not a shard number (0, 1, ...)",
+                    hint="the manifest was changed by hand or is damaged; merge the shards again",
+                )
             check_inside(Path(run_dir), str(s["dir"]), path)
     return doc
 
@@ -237,13 +247,19 @@ def check_inside(run_dir: Path, rel: str, manifest: Path) -> None:
             f"{manifest}: shard directory {rel!r} is outside the run directory",
             hint="a merged run's shards live under its shards/ folder; merge the shards again",
         )
+    if (root / p).resolve() == root:
+        # "." (or a link back to the run): the merged run would hold itself, level after level.
+        raise PathEscape(
+            f"{manifest}: shard directory {rel!r} is the merged run itself",
+            hint="a merged run's shards live under its shards/ folder; merge the shards again",
+        )
 
 
 def is_merged(run_dir: Path) -> bool:
     """Whether ``run_dir`` is a merged run (``nsightwrap merge`` or ``profile --gpus``)."""
     try:
         return read_merged(run_dir) is not None
-    except PathEscape:  # a merged run, and a hostile one: never read as a plain run
+    except (PathEscape, DamagedMerged):  # a merged run, a hostile or damaged one: never read as a plain run
         raise
     except NsightwrapError:
         return False

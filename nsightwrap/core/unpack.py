@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from nsightwrap.core.errors import NsightwrapError, ReportParseError, UsageError
+from nsightwrap.core.errors import DiskFull, NsightwrapError, ReportParseError, UsageError, is_no_space
 
 #: Env var: the unpack cache's size cap in bytes (0 keeps only the newest copy).
 CACHE_CAP_ENV = "NSIGHTWRAP_UNPACK_CACHE_BYTES"
@@ -175,6 +175,12 @@ def unpacked(path: str | os.PathLike[str]) -> Path:
         os.replace(tmp, out)  # atomic: a reader in another process sees all of it or nothing
         done = True
     except (OSError, EOFError, zlib.error) as exc:
+        tmp.unlink(missing_ok=True)
+        if is_no_space(exc):  # the cache's disk is full, the report itself may be fine
+            raise DiskFull.writing(
+                out, exc if isinstance(exc, OSError) else None,
+                hint=f"free space in {out.parent}, nsightwrap's unpack cache (XDG_CACHE_HOME moves it)",
+            ) from None  # fmt: skip
         raise ReportParseError(f"{p}: cannot unpack ({exc})",
                                hint="the .gz file is truncated or corrupt: copy it again") from None  # fmt: skip
     finally:

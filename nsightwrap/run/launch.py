@@ -3,12 +3,18 @@
 Every child starts in its own session (``start_new_session=True``) so that it and everything it
 starts (ncu's and nsys's own copies of the target) form one process group that can be stopped as
 a whole: SIGINT first (ncu and nsys then close their reports), SIGTERM, SIGKILL, each after a
-short wait. A child's output goes line by line to its log files as it arrives, so nothing is
-lost when it hangs or is killed. Arguments are always lists: nothing runs through a shell.
+short wait. A process that left the group (``setsid``, ``start_new_session``, a daemon's double
+fork) is still found once the command ends, by a tag in its environment that every process the
+command starts inherits (``ENV_PROC_TAG``), and ended too: nothing a pass started shares the GPU
+with the next pass. A child's output goes line by line to its log files as it arrives, so
+nothing is lost when it hangs or is killed; a log that cannot be written (a full disk) is told,
+never raised from the thread that drains the pipe. Arguments are always lists: nothing runs
+through a shell.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import shlex
 import shutil
@@ -17,16 +23,23 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from nsightwrap.core.contract import ROOFLINE_NCU_METRICS
-from nsightwrap.core.errors import InputNotFound, UsageError
+from nsightwrap.core.errors import DiskFull, InputNotFound, UsageError, is_no_space
 
 #: Seconds to wait after SIGINT and after SIGTERM before the next, harder signal.
 KILL_GRACE_S = (3.0, 2.0)
+#: Seconds a process left running by an ended command gets after SIGTERM before SIGKILL.
+STRAY_GRACE_S = 1.0
+#: Environment variable every process of a command inherits: ``PID.N`` of nsightwrap's process
+#: and the command's number (``:``-joined after an outer nsightwrap's own tag), read back from
+#: ``/proc/PID/environ`` to find what the command left running in any session.
+ENV_PROC_TAG = "NSIGHTWRAP_PROC_TAG"
+_TAGS = itertools.count(1)
 
 #: Metrics every ncu pass collects: durations and clocks for the SM-clock model, DRAM traffic
 #: and throughputs to decide which kernels follow the SM clock, instruction counts and launch
@@ -90,6 +103,11 @@ class CommandResult:
     #: Seconds the process was started before its turn (an ncu pass started early and held at
     #: its go file, ``Running(held=...)``); its start, end and wall time count from its turn.
     early_s: float | None = None
+    #: Processes the command left running after it ended or was stopped (in another session:
+    #: ``setsid``, a daemon), ended by nsightwrap before anything else ran.
+    strays_ended: int = 0
+    #: Why a log of the command could not be written in full (a full disk), or None.
+    log_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -284,17 +302,132 @@ def split_args(text: str | None, option: str) -> list[str]:
 # --- running ------------------------------------------------------------------------------------
 
 
-def _pump(src: IO[bytes], dst: IO[bytes], name: str, on_line: LineCallback | None) -> None:
+def _pump(
+    src: IO[bytes], dst: IO[bytes], name: str, on_line: LineCallback | None, errors: list[tuple[str, OSError]]
+) -> None:
+    """Copy a child's pipe to its log line by line until the pipe ends. It never raises: a write
+    that fails (a full disk: the error goes to ``errors``; a log already closed) stops the
+    writing, not the draining, so the child never blocks on a full pipe."""
     # Binary in, binary out: a log keeps the child's bytes even when they are not UTF-8.
-    for raw in iter(src.readline, b""):
-        dst.write(raw)
-        dst.flush()
-        if on_line is not None:
-            try:
-                on_line(name, raw.decode("utf-8", "replace").rstrip("\r\n"))
-            except Exception:  # noqa: BLE001 - a display problem must never lose output
-                pass
-    src.close()
+    writing = True
+    try:
+        for raw in iter(src.readline, b""):
+            if writing:
+                try:
+                    dst.write(raw)
+                    dst.flush()
+                except ValueError:  # closed: the command was given up on (a pipe held past its end)
+                    writing = False
+                except OSError as exc:
+                    errors.append((getattr(dst, "name", name), exc))
+                    writing = False
+            if on_line is not None:
+                try:
+                    on_line(name, raw.decode("utf-8", "replace").rstrip("\r\n"))
+                except Exception:  # noqa: BLE001 - a display problem must never lose output
+                    pass
+    except (OSError, ValueError):  # the pipe itself was closed under the thread
+        pass
+    finally:
+        try:
+            src.close()
+        except OSError:
+            pass
+
+
+def _log_error(path: str, exc: OSError) -> str:
+    """One line for a log that could not be written (``no space left on device`` where the disk,
+    the quota or the file size limit was full)."""
+    if is_no_space(exc):
+        return DiskFull.writing(path, exc).message
+    return f"cannot write {path}: {exc.strerror or exc}"
+
+
+def _proc_ids() -> list[int]:
+    try:
+        return [int(e.name) for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:  # no /proc (not Linux): nothing to find
+        return []
+
+
+def _tags_of(pid: int) -> list[str]:
+    """The ``ENV_PROC_TAG`` values a process started with (nothing for another user's process,
+    a zombie or one gone)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return []
+    key = ENV_PROC_TAG.encode() + b"="
+    for item in environ.split(b"\0"):
+        if item.startswith(key):
+            return item[len(key) :].decode("ascii", "replace").split(":")
+    return []
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every process."""
+    out: dict[int, int] = {}
+    for pid in _proc_ids():
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            out[pid] = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def descendants(pid: int) -> set[int]:
+    """Every living descendant of ``pid`` (from /proc; empty where there is none)."""
+    children: dict[int, list[int]] = {}
+    for child, parent in _parents().items():
+        children.setdefault(parent, []).append(child)
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for c in children.get(todo.pop(), ()):
+            if c not in found:
+                found.add(c)
+                todo.append(c)
+    return found
+
+
+def tagged(tag: str) -> set[int]:
+    """Living processes started, directly or not, by the command tagged ``tag`` (``ENV_PROC_TAG``)."""
+    me = os.getpid()
+    return {pid for pid in _proc_ids() if pid != me and tag in _tags_of(pid)}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def end_strays(tag: str, also: Collection[int] = (), grace_s: float = STRAY_GRACE_S) -> list[int]:
+    """End every process of command ``tag`` still running (and those of ``also``, descendants of
+    its main process seen while it lived): SIGTERM, then SIGKILL after ``grace_s``. Looks again
+    until none is left (one may start another as it goes). The pids ended."""
+    ended: list[int] = []
+    me = os.getpid()
+    for _ in range(5):
+        pids = sorted((tagged(tag) | {p for p in also if _alive(p)}) - {me} - set(ended))
+        if not pids:
+            break
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pid in pids:
+                try:
+                    os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            t_end = time.monotonic() + (grace_s if sig == signal.SIGTERM else 1.0)
+            while time.monotonic() < t_end and any(_alive(p) for p in pids):
+                time.sleep(0.02)
+            if not any(_alive(p) for p in pids):
+                break
+        ended += pids
+    return ended
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -365,24 +498,31 @@ class Running:
         self.proc: subprocess.Popen[bytes] | None = None
         self.error: str | None = None
         self._threads: list[threading.Thread] = []
+        #: Log writes that failed (path, error), from the pump threads.
+        self._log_errors: list[tuple[str, OSError]] = []
+        #: This command's ``ENV_PROC_TAG``: everything it starts carries it (``end_strays``).
+        self.tag = f"{os.getpid()}.{next(_TAGS)}"
+        self._strays: list[int] = []
+        outer = os.environ.get(ENV_PROC_TAG)
         try:
             self.proc = subprocess.Popen(
                 list(cmd.argv),
                 cwd=cmd.cwd,
-                env={**os.environ, **cmd.env},
+                env={**os.environ, **cmd.env, ENV_PROC_TAG: f"{outer}:{self.tag}" if outer else self.tag},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
             )
         except OSError as exc:
-            self._err.write(f"nsightwrap: cannot start {cmd.argv[0]}: {exc}\n".encode())
+            self._note(f"nsightwrap: cannot start {cmd.argv[0]}: {exc}\n")
             self.error = f"{type(exc).__name__}: {exc.strerror or exc}"
             return
         assert self.proc.stdout is not None and self.proc.stderr is not None
+        errs = self._log_errors
         self._threads = [
-            threading.Thread(target=_pump, args=(self.proc.stdout, self._out, "stdout", self._line), daemon=True),
-            threading.Thread(target=_pump, args=(self.proc.stderr, self._err, "stderr", self._line), daemon=True),
+            threading.Thread(target=_pump, args=(self.proc.stdout, self._out, "stdout", self._line, errs), daemon=True),
+            threading.Thread(target=_pump, args=(self.proc.stderr, self._err, "stderr", self._line, errs), daemon=True),
         ]
         # When the process ends, not when someone asks: a command waited for late keeps its own time.
         self._reaper = threading.Thread(target=self._reap, daemon=True)
@@ -416,9 +556,32 @@ class Running:
         """Whether the command has ended (or never started)."""
         return self.proc is None or self.proc.poll() is not None
 
+    def _note(self, text: str) -> None:
+        """A line of nsightwrap's own in the command's stderr log (a failed write is remembered)."""
+        try:
+            self._err.write(text.encode())
+            self._err.flush()
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, OSError):
+                self._log_errors.append((self.cmd.stderr, exc))
+
+    def _end_strays(self, seen: Collection[int] = ()) -> None:
+        """End what the command left running (``end_strays``), once its main process is gone;
+        ``seen``: its descendants found while it still ran."""
+        if self.proc is None:
+            return
+        ended = end_strays(self.tag, {p for p in seen if p != self.proc.pid})
+        if ended:
+            self._strays += ended
+            self._note(
+                f"nsightwrap: ended {len(ended)} process(es) the command left running "
+                f"(pid {', '.join(map(str, ended))})\n"
+            )
+
     def _result(self, status: str, rc: int | None) -> CommandResult:
         if self.proc is not None:
             self._reaper.join(timeout=1)
+        log_error = _log_error(*self._log_errors[0]) if self._log_errors else None
         # A held command that ended before its turn (it failed at start-up) took no time of it.
         wall = max(0.0, (self._end or time.monotonic()) - self._t0)
         sig = (
@@ -431,14 +594,19 @@ class Running:
             signal=sig, start=self.started, end=self.started + wall, wall_s=round(wall, 6),
             stdout=self.cmd.stdout, stderr=self.cmd.stderr, error=self.error,
             early_s=None if self.early_s is None else round(self.early_s, 6),
+            strays_ended=len(self._strays), log_error=log_error,
         )  # fmt: skip
 
     def _close(self) -> None:
         for t in self._threads:
-            # A grandchild that escaped the group may still hold the pipe; do not hang on it.
+            # A process that cleared its environment and left the group may still hold the
+            # pipe; do not hang on it (its pump then stops writing: the log is closed).
             t.join(timeout=5)
-        self._out.close()
-        self._err.close()
+        for f, path in ((self._out, self.cmd.stdout), (self._err, self.cmd.stderr)):
+            try:
+                f.close()
+            except OSError as exc:  # the last buffered bytes did not fit on the disk
+                self._log_errors.append((path, exc))
 
     def wait(self, timeout_s: float | None = None) -> CommandResult:
         """Wait for the command (at most ``timeout_s`` from now, else the Command's own timeout
@@ -451,21 +619,27 @@ class Running:
         if timeout_s is None and self.cmd.timeout_s is not None:
             timeout_s = max(0.0, self.cmd.timeout_s - (time.monotonic() - self._t0))
         status = "ok"
+        seen: set[int] = set()
         try:
             try:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 status = "timeout"
                 with _NoSigint():
+                    seen = descendants(proc.pid)
                     stop_group(proc, self.cmd.grace_s)
         except KeyboardInterrupt:
             status = "interrupted"
             with _NoSigint():
+                seen = descendants(proc.pid)
                 stop_group(proc, self.cmd.grace_s)
         except BaseException:
             with _NoSigint():
                 stop_group(proc, self.cmd.grace_s)
+                self._end_strays()
             raise
+        with _NoSigint():
+            self._end_strays(seen)
         self._close()
         rc = proc.returncode
         if status == "ok" and rc != 0:
@@ -480,7 +654,9 @@ class Running:
             if self.proc.poll() is not None:
                 status = "ok" if self.proc.returncode == 0 else "failed"
             with _NoSigint():
+                seen = descendants(self.proc.pid) if self.proc.poll() is None else set()
                 stop_group(self.proc, self.cmd.grace_s)
+                self._end_strays(seen)
         self._close()
         return self._result(status if self.proc is not None else "not-started",
                             None if self.proc is None else self.proc.returncode)  # fmt: skip

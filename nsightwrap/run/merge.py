@@ -385,6 +385,7 @@ def merge_runs(sources: Sequence[Path], out: Path, *, allow_mixed: bool = False)
         raise UsageError(
             f"{out} exists already; nsightwrap never overwrites a run", hint="give a new -o/--output path"
         )
+    refuse_nested(sources, out)
     shards = [s for src in sources for s in read_shard(Path(src))]
     plan = plan_merge(shards, allow_mixed=allow_mixed)
     try:
@@ -398,6 +399,19 @@ def merge_runs(sources: Sequence[Path], out: Path, *, allow_mixed: bool = False)
         moved.append(replace(s, path=dst))
     origin = {s.index: str(s.path.resolve()) for s in plan.shards}
     return write_merged(out, replace(plan, shards=tuple(moved)), allow_mixed=allow_mixed, sources=origin)
+
+
+def refuse_nested(sources: Sequence[Path], out: Path) -> None:
+    """UsageError, before anything is written, when the output would lie inside an input (the
+    copy would copy itself, level after level); links are followed. (An input inside the
+    output cannot happen: the output must not exist.)"""
+    dst = Path(out).resolve()
+    for src in sources:
+        if dst.is_relative_to(Path(src).resolve()):
+            raise UsageError(
+                f"the merged run {out} would be inside the run {src} it merges (it would copy itself into itself)",
+                hint="give an -o path outside every run directory merged",
+            )
 
 
 def merge_in_place(

@@ -45,9 +45,12 @@ from nsightwrap.core.errors import (
     EXIT_OK,
     EXIT_TIMEOUT,
     EXIT_TOOL_FAILED,
+    DiskFull,
     NsightwrapError,
     ToolNotFound,
+    is_no_space,
 )
+from nsightwrap.core.jsonfile import write_text_atomic
 from nsightwrap.run.clocksweep import run_clock_sweep, run_cover_pass, sweep_command
 from nsightwrap.run.launch import (
     Command,
@@ -121,6 +124,9 @@ class Problem:
     hint: str | None
     exit_code: int
     log: Path | None = None
+    #: The disk (or quota, or file size limit) was full: the run's files are incomplete, and the
+    #: analysis at the end is not run (its findings would be about the missing files).
+    disk_full: bool = False
 
 
 @dataclass(frozen=True)
@@ -360,7 +366,23 @@ class Profiler:
             res = run_command(cmd, on_line=self._on_line())
         if res.status == "interrupted":
             self.interrupted = True
+        self._told(name, res)
         return res
+
+    def _told(self, name: str, res: CommandResult) -> None:
+        """What every command of a pass may leave to tell: processes it left running (ended before
+        the next pass; the count is in its manifest record) and a log it could not write."""
+        if res.strays_ended:
+            self.display.warn(
+                f"{name} pass: ended {res.strays_ended} process(es) the target left running in another "
+                "session (they would have shared the GPU with the next pass)"
+            )
+        if res.log_error:
+            self.problems.append(Problem(
+                name, f"{name} pass: {res.log_error}",
+                f"free space there and profile again; what was written is kept in {self.layout.root}",
+                EXIT_TOOL_FAILED, disk_full="no space left on device" in res.log_error,
+            ))  # fmt: skip
 
     # -- passes started early ------------------------------------------------------------------
 
@@ -467,7 +489,7 @@ class Profiler:
     def _status_of(self, res: CommandResult, problems: list[Problem]) -> str:
         if res.status == "timeout":
             return "timeout"
-        return "failed" if problems else "ok"
+        return "failed" if problems or res.log_error else "ok"
 
     # -- passes ------------------------------------------------------------------------------
 
@@ -644,7 +666,8 @@ class Profiler:
     def _nsys_record(self, env: dict[str, str], cmds: list[CommandResult], problem: Problem | None) -> PassRecord:
         problems = [problem] if problem else []
         self.problems += problems
-        status = "timeout" if any(c.status == "timeout" for c in cmds) else ("failed" if problems else "ok")
+        failed = problems or any(c.log_error for c in cmds)
+        status = "timeout" if any(c.status == "timeout" for c in cmds) else ("failed" if failed else "ok")
         return self._record(PASS_NSYS, status, env, cmds)
 
     def finish_nsys(self, stop: bool = False) -> PassRecord | None:
@@ -657,6 +680,7 @@ class Profiler:
         res = running.stop() if stop else running.wait()
         if res.status == "interrupted":
             self.interrupted = True
+        self._told(PASS_NSYS, res)
         cmds = [*cmds, res]
         return self._nsys_record(env, cmds, None if stop else self._export_problem(res))
 
@@ -836,7 +860,7 @@ def capture_env(
     if smi:
         xml = got["smi_xml"]
         if xml.ok:
-            layout.smi_xml.write_text(xml.stdout)
+            write_text_atomic(layout.smi_xml, xml.stdout)  # a full disk: DiskFull naming the file
             gpu = _gpu_info(layout.smi_xml)
             if gpu:
                 versioned["nvidia-smi"] = Tool("nvidia-smi", smi.path, smi.found_by, gpu.get("driver"))
@@ -849,7 +873,7 @@ def capture_env(
         info[PASS_NSYS]["gpu_metrics_flag"] = metrics_flag
         info[PASS_NSYS]["qdstrm_importer"] = str(importer) if importer else None
     info["python"] = {"path": sys.executable, "version": sys.version.split()[0]}
-    layout.tools_json.write_text(json.dumps(info, indent=2) + "\n")
+    write_text_atomic(layout.tools_json, json.dumps(info, indent=2) + "\n")
     return (
         versioned,
         gpu,
@@ -1265,6 +1289,16 @@ def run_passes(
                 _coverage(prof, s, display, plan, coverage_check, so_far)
     except KeyboardInterrupt:
         prof.interrupted = True
+    except (OSError, DiskFull) as exc:
+        # A full disk while writing the run's own files (env/, logs): told as a problem of the
+        # run, the passes stop, and the manifest below still says so if it fits.
+        if not (isinstance(exc, DiskFull) or is_no_space(exc)):
+            raise
+        msg = exc.message if isinstance(exc, DiskFull) else DiskFull.writing(exc.filename or layout.root, exc).message
+        prof.problems.append(Problem(
+            "run", msg, f"free space there and profile again; what was written is kept in {layout.root}",
+            EXIT_TOOL_FAILED, disk_full=True,
+        ))  # fmt: skip
     finally:
         prof.drop_all()
         finish_nsys(prof, display, plan, stop=True)

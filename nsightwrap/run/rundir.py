@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from nsightwrap.core.errors import UsageError
-from nsightwrap.core.jsonfile import write_json_atomic
+from nsightwrap.core.jsonfile import read_json_object, write_json_atomic
 from nsightwrap.core.rundir import (
     CLOCK_SWEEP_PASS,
     COVER_PASS,
@@ -34,7 +34,7 @@ from nsightwrap.run.launch import CommandResult
 __all__ = [
     "CLOCK_SWEEP_PASS", "COVER_PASS", "DEFAULT_ROOT", "DURATION_PASS", "MANIFEST_FORMAT", "MANIFEST_NAME", "MANIFEST_VERSION",
     "MERGED_FORMAT", "SWEEP_PASSES", "Manifest", "PassRecord", "RunLayout", "create_run_dir", "default_run_dir",
-    "read_manifest", "write_manifest",
+    "read_manifest", "record_exit", "write_manifest",
 ]  # fmt: skip
 
 def default_run_dir(target: str, now: datetime | None = None, root: Path = Path(DEFAULT_ROOT)) -> Path:
@@ -114,3 +114,14 @@ def write_manifest(layout: RunLayout, manifest: Manifest) -> Path:
     """Write ``manifest.json`` atomically (the last file a run writes)."""
     write_json_atomic(layout.manifest, manifest.to_json())
     return layout.manifest
+
+
+def record_exit(layout: RunLayout, exit_code: int, status: str) -> None:
+    """Set the manifest's ``exit_code`` and ``status`` to what ``profile`` returns, where the
+    analysis at its end changed them (nothing measured, a reader crash): the manifest always
+    says what the process returned."""
+    doc = read_json_object(layout.manifest, "run manifest")
+    if doc.get("exit_code") == exit_code and doc.get("status") == status:
+        return
+    doc["exit_code"], doc["status"] = exit_code, status
+    write_json_atomic(layout.manifest, doc)
