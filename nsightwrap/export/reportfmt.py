@@ -120,6 +120,7 @@ VERDICT_TEXT = {
     Verdict.EXPLAINED: "explained",
     Verdict.FLAGGED: "flagged",
     Verdict.UNEXPLAINED: "unexplained",
+    Verdict.PARTLY_EXPLAINED: "partly explained",
     Verdict.NO_TIMER: "no timer",
     Verdict.NO_NCU: "no ncu",
     Verdict.NO_DATA: "no data",
@@ -130,6 +131,7 @@ VERDICT_TEXT = {
 VERDICT_ORDER = (
     Verdict.FLAGGED,
     Verdict.UNEXPLAINED,
+    Verdict.PARTLY_EXPLAINED,
     Verdict.EXPLAINED,
     Verdict.OK,
     Verdict.NO_DATA,
@@ -144,6 +146,7 @@ VERDICT_STYLE = {
     Verdict.EXPLAINED: "cyan",
     Verdict.FLAGGED: "bold red",
     Verdict.UNEXPLAINED: "bold magenta",
+    Verdict.PARTLY_EXPLAINED: "blue",
 }
 OTHER_STYLE = "yellow"
 
@@ -153,11 +156,12 @@ VERDICT_COLOR = {
     Verdict.EXPLAINED: "#077",
     Verdict.FLAGGED: "#b00",
     Verdict.UNEXPLAINED: "#a0a",
+    Verdict.PARTLY_EXPLAINED: "#36a",
 }
 OTHER_COLOR = "#a60"
 
 #: Verdicts a reader must look at: their causes are listed in every format.
-TO_LOOK_AT = (Verdict.FLAGGED, Verdict.UNEXPLAINED)
+TO_LOOK_AT = (Verdict.FLAGGED, Verdict.UNEXPLAINED, Verdict.PARTLY_EXPLAINED)
 
 
 def verdict_text(v: Verdict) -> str:
