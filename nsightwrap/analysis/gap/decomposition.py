@@ -93,6 +93,10 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
         "nsys_pass_timing_ns": inp.nsys_timer_ns,
         "nsys_slowdown": scaling or None,
         "empty_window_ns": lp.empty_pc,
+        "empty_window_subtracted_ns": lp.ov,
+        "nsys_busy_ns": lp.nsys_busy,
+        "ncu_front_end_in_window_ns": shown_f,
+        "device_limits": inp.limits.source,
         "cupti_kernel_ns": lp.timer.kernel_ns,
         "elasticity": "measured" if ncu.kernels and all(k.elasticity_source == "measured" for k in ncu.kernels)
         else ("heuristic" if ncu.kernels else None),

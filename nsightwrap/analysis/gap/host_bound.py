@@ -58,19 +58,33 @@ def host_room(lp: Loop, parts: list[GapPart], shown_ncu_front_end_ns: float) -> 
 
 
 def host_parts(parts: list[GapPart], lp: Loop, shown_ncu_front_end_ns: float) -> list[GapPart]:
-    """``parts`` with the positive host-side ones cut in proportion where the host-side parts
-    together exceed the room the plain window leaves beside the GPU's work (``host_room``; the
-    parts are net of the subtracted empty window, so the room is too)."""
+    """``parts`` with the host-side ones cut in proportion where together they exceed the room
+    the plain window leaves beside the GPU's work (``host_room``; the parts are net of the
+    subtracted empty window, so the room is too). No part is cut below its floor: 0, and for the
+    front end minus the empty window the method subtracted (a window cannot hold less)."""
     room = host_room(lp, parts, shown_ncu_front_end_ns)
     if room is None:
         return parts
     room -= lp.ov
     host = [p for p in parts if p.cause in HOST_PARTS]
-    pos = {id(p) for p in host if p.ns > 0}
-    positive = math.fsum(p.ns for p in host if id(p) in pos)
+    floor = {id(p): floor_ns(p, lp) for p in host}
+    slack = {id(p): p.ns - floor[id(p)] for p in host if p.ns - floor[id(p)] > 0}
+    cuttable = math.fsum(slack.values())
     excess = math.fsum(p.ns for p in host) - room
-    if excess <= 1.0 or positive <= 0:  # 1 ns: the 1/8-ns grid's rounding
+    if excess <= 1.0 or cuttable <= 0:  # 1 ns: the 1/8-ns grid's rounding
         return parts
-    keep = max(0.0, 1.0 - excess / positive)
+    keep = max(0.0, 1.0 - excess / cuttable)
     bound = "the plain window less the GPU's busy time in it (nsys) and ncu's front end it shows"
-    return [_cut(p, p.ns * keep, bound, q(p.ns * keep)) if id(p) in pos else p for p in parts]
+    out = []
+    for p in parts:
+        if id(p) in slack:
+            ns = floor[id(p)] + slack[id(p)] * keep
+            out.append(_cut(p, ns, bound, q(ns)))
+        else:
+            out.append(p)
+    return out
+
+
+def floor_ns(p: GapPart, lp: Loop) -> float:
+    """The least a host-side part can be: the front end minus the subtracted empty window, else 0."""
+    return -lp.ov if p.cause == "front_end" else 0.0
