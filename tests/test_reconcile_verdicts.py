@@ -51,7 +51,9 @@ EXPECTED: dict[str, dict[str, tuple[str, list[str]]]] = {
         # plain window never held it; the warm L2 saved more than the adds' DRAM bytes at the peak
         # bandwidth, and what the cache-state part's bound cut (16.79 us) is unexplained.
         "mixed.py:39 cuda_events #1": ("unexplained", ["unexplained", "ncu_front_end", "cache_state"]),
-        "mixed.py:55 cuda_events #1": ("flagged", ["launch_overhead", "gaps", "cache_state"]),
+        # Its warm-L2 part is no more than the kernels' DRAM traffic at the DRAM bandwidth (-5.52 us):
+        # under half the tolerance, no cause.
+        "mixed.py:55 cuda_events #1": ("flagged", ["launch_overhead", "gaps"]),
         # 1.00x: within the tolerance, a warm L2 offsetting a memset and the gaps between kernels.
         "mixed.py:70 cuda_events #1": ("ok", []),
     },
