@@ -228,7 +228,8 @@ def to_look_at(result: RunResult) -> list[BenchmarkResult]:
 def look_title(look: Sequence[BenchmarkResult]) -> str:
     """``Flagged benchmarks``, ``Unexplained benchmarks`` or ``Flagged and unexplained benchmarks``."""
     words = [verdict_text(v) for v in TO_LOOK_AT if any(b.verdict is v for b in look)]
-    return " and ".join(words).capitalize() + " benchmarks"
+    text = ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
+    return text.capitalize() + " benchmarks"
 
 
 def environment_items(result: RunResult) -> list[tuple[str, str]]:
