@@ -119,12 +119,9 @@ OPPOSED = {
     # (cache_state -158.82 us) while a memset, the host's launches and the gaps between the sort's
     # kernels added +156.75 us: a gap of -17.06 us of 1.70 ms.
     ("h200-mixed", "mixed.py:70 cuda_events #1", "cache_state"),
-    # A 3.1 us add: front end +1.17 us against a gap of +0.99 us, over by 20 ns (under one tick
-    # of the 32 ns event clock), with the clock (-0.04) and the residual (-0.14) against it.
-    ("h200-example", "add_small", "front_end"),
 }
 #: Over the bound by less than the residual's share: no note.
-UNNOTED = {("h200-example", "add_small")}
+UNNOTED: set[tuple[str, str]] = set()
 
 
 def _over_bound(run: Path, b: BenchmarkResult) -> set[tuple[str, str, str]]:
@@ -159,8 +156,13 @@ def test_parts_add_up_exactly_and_the_residual_is_small(run: Path) -> None:
         # causes run, side_stream's 2.98 us window reads 0.18 us (6.1%) longer in the nsys pass's
         # own events than on its timeline's ops (same process, same iterations; 5% is 0.15 us,
         # under 5 ticks of the 32 ns event clock): there the bound is PLACE_SPREAD_NS.
+        # Beyond that only where a part met its physical bound and what it cut was left in the
+        # residual: then the verdict says no measurement explains it (h200-mixed's mixed.py:39,
+        # 80 small adds on a warm L2 that saved more than their DRAM bytes at the peak bandwidth).
         slack = PLACE_SPREAD_NS if run == CAUSES else 0.0
-        assert abs(g.residual_ns) <= max(BOUND * b.timer.median_ns, slack), (b.name, g.residual_ns)
+        if abs(g.residual_ns) > max(BOUND * b.timer.median_ns, slack):
+            assert b.verdict is Verdict.UNEXPLAINED, (b.name, g.residual_ns)
+            assert any(p.evidence.get("beyond_bound_ns") for p in g.parts), b.name
 
 
 def test_no_part_is_larger_than_the_gap() -> None:
@@ -210,12 +212,14 @@ def test_nsys_slow_down_is_one_note_and_scales_the_host_parts_only(causes: RunRe
         assert {p.cause for p in scaled} <= {"front_end", "launch_overhead", "gaps"}
         for p in scaled:
             want = p.evidence["measured_under_nsys_ns"] * p.evidence["scaled_to_plain_pass_by"]
-            assert p.ns == pytest.approx(want, rel=1e-3, abs=0.5)
+            # A part cut at its bound keeps the scaled figure as what was measured.
+            got = p.evidence.get("measured_ns", p.ns)
+            assert got == pytest.approx(want, rel=1e-3, abs=0.5) and p.ns <= got + 0.125
 
 
 def test_parts_come_in_order_and_name_their_measurements(causes: RunResult) -> None:
     order = ["clock", "cache_state", "front_end", "launch_overhead", "gaps", "overlap", "non_kernel_work",
-             "missed_work"]  # fmt: skip
+             "missed_work", "ncu_front_end"]  # fmt: skip
     for b in causes.benchmarks:
         assert b.gap is not None
         seen = [p.cause for p in b.gap.parts]
@@ -259,7 +263,9 @@ def test_warm_loop_is_faster_than_clean_ncu(causes: RunResult) -> None:
     (p,) = [p for p in g.parts if p.cause == "cache_state"]
     assert p.evidence["loop_cache"] == "warm" and -3_000 < p.ns < -2_000  # the weights stay in L2
     assert "flush_l2=False" in p.fix and "keep flush_l2=True" in p.fix
-    # A warm L2 is the loop's own choice (flush_l2=False), no error of the timing.
+    # A warm L2 is the loop's own choice (flush_l2=False), no error of the timing. The window's
+    # lead-in under nsys held more than the plain window leaves beside the GEMM: the front end is
+    # cut to it (toward minus the subtracted empty window), so the parts leave no residual.
     assert bench(causes, "mm_warm").verdict is Verdict.EXPLAINED
     assert bench(causes, "mm_warm").causes[0].code.value == "cache_state"
     assert bench(causes, "mm_clean").verdict is Verdict.OK  # the same GEMM, flushed: agrees
@@ -292,7 +298,10 @@ def test_launch_bound_loop(causes: RunResult) -> None:
     device = g.ncu_ns + sum(p.ns for p in g.parts if p.cause in ("clock", "cache_state"))  # type: ignore[operator]
     scale = (plain - device) / (under - device)
     assert lp.evidence["scaled_to_plain_pass_by"] == pytest.approx(scale, abs=1e-3)
-    assert lp.ns == pytest.approx(lp.evidence["measured_under_nsys_ns"] * scale, abs=1.0)
+    assert lp.evidence["measured_ns"] == pytest.approx(lp.evidence["measured_under_nsys_ns"] * scale, abs=1.0)
+    # Scaled, the host-side parts held 0.52 us more than the plain window leaves beside the GPU's
+    # busy time: they are cut to it, in proportion, and the part names the bound.
+    assert lp.ns < lp.evidence["measured_ns"] and "busy time" in lp.evidence["bound"]
     (note,) = [n for n in b.notes if n.startswith("nsys slowed this loop")]
     assert f"{under / plain:.2f}x" in note and f"scaled by {scale:.2f}" in note
     assert b.verdict is Verdict.FLAGGED and b.causes[0].code.value == "launch_overhead"
@@ -357,8 +366,10 @@ def test_front_end_of_a_short_kernel_under_a_held_queue(example: RunResult) -> N
     (p,) = [p for p in g.parts if p.cause == "front_end"]
     ev = p.evidence
     want = ev["lead_in_ns"] - ev["host_wait_ns"] - ev["empty_window_subtracted_ns"] - ev["ncu_front_end_ns"]
-    assert p.ns == pytest.approx(want, abs=0.25)  # each value rounded to 1/8 ns
-    assert 1_000 < p.ns < 1_400 and p.actionable
+    assert ev["measured_ns"] == pytest.approx(want, abs=0.25)  # each value rounded to 1/8 ns
+    # The plain window (3.14 us + the 1.28 us the timer subtracted) less the add's busy time and
+    # ncu's front end it shows leaves 1.03 us: the part stops there, the rest is in the residual.
+    assert 1_000 < p.ns < ev["measured_ns"] and p.actionable and "busy time" in ev["bound"]
 
 
 def test_clock_part_uses_the_measured_elasticity(causes: RunResult, example: RunResult) -> None:
@@ -471,8 +482,9 @@ def test_report_json_carries_the_gap_and_reads_it_back(causes: RunResult) -> Non
 
 def test_waterfall_markdown_terminal_and_frame(causes: RunResult) -> None:
     flagged = causes.flagged
+    partly = [b for b in causes.benchmarks if b.verdict is Verdict.PARTLY_EXPLAINED]
     page = render_html(causes)
-    assert page.count("class='chart waterfall'") == len(flagged) > 0
+    assert page.count("class='chart waterfall'") == len(flagged) + len(partly) > 0
     svg = waterfall_svg(bench(causes, "side_stream"))
     assert svg is not None and svg.startswith("<svg") and "work the timing missed" in svg
     md = render_markdown(causes)

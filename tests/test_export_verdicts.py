@@ -58,7 +58,7 @@ def _rank(text: str, names: list[str]) -> list[int]:
 
 def test_one_mapping_and_the_count_line(result: RunResult) -> None:
     assert [f.verdict_text(v) for v in Verdict] == [
-        "ok", "explained", "flagged", "unexplained", "no timer", "no ncu", "no data",
+        "ok", "explained", "flagged", "unexplained", "partly explained", "no timer", "no ncu", "no data",
     ]  # fmt: skip
     assert f.count_text(result.benchmarks) == COUNT
     assert f.count_text(result.benchmarks[:1]) == "1 benchmark: 1 ok"

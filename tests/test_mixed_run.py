@@ -61,9 +61,14 @@ def test_graph_replays_get_fixes_that_never_say_use_a_graph(mixed: RunResult) ->
     host = [p for p in graph.gap.parts if p.cause in ("front_end", "launch_overhead", "gaps")]
     assert host and all("CUDA graph" not in p.fix and "do_bench_cudagraph" not in p.fix for p in host)
     assert any("5 replays per window" in p.fix for p in host)
-    # Outside the tolerance because ncu runs each of the 80 small kernels on a clean L2, while
-    # the replays run warm: physical, no error of the timing.
-    assert graph.verdict.value == "explained" and [c.code.value for c in graph.causes] == ["cache_state"]
+    # Outside the tolerance because ncu serializes the 80 small kernels, paying its front end on
+    # each (1.09 us, measured on the run's shortest kernels), and runs each on a clean L2, while
+    # the replays run warm. The warm L2 saved more than the kernels' DRAM bytes at the peak
+    # bandwidth: what that bound cut stays in the residual, and the verdict says so.
+    assert graph.verdict.value == "unexplained"
+    assert [c.code.value for c in graph.causes] == ["unexplained", "ncu_front_end", "cache_state"]
+    (cache,) = [p for p in graph.gap.parts if p.cause == "cache_state"]
+    assert cache.evidence["beyond_bound_ns"] < 0 and "DRAM traffic" in cache.evidence["bound"]
 
 
 def test_graph_node_launches_the_cap_left_out_are_carried(mixed: RunResult) -> None:

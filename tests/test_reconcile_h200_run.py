@@ -325,7 +325,10 @@ def test_add_small_front_end_from_sqlite(result: RunResult, db: sqlite3.Connecti
     assert ev["host_wait_ns"] == 0.0  # the queue was held: never dry
     # ncu's front end beyond CUPTI, on this very kernel (the timer flushes clean, as ncu does).
     assert ev["ncu_front_end_ns"] == pytest.approx(b.ncu.normalized_ns - busy, abs=40)  # type: ignore[union-attr]
-    assert ev["part_ns"] == pytest.approx(ev["lead_in_ns"] - 1280.0 - ev["ncu_front_end_ns"], abs=0.3)  # type: ignore[operator]
+    # What the lead-in measured; the part stops at the room the plain window leaves beside the
+    # add's busy time and ncu's front end (ev["bound"]), the rest is in the residual.
+    assert ev["measured_ns"] == pytest.approx(ev["lead_in_ns"] - 1280.0 - ev["ncu_front_end_ns"], abs=0.3)  # type: ignore[operator]
+    assert ev["part_ns"] <= ev["measured_ns"]  # type: ignore[operator]
     assert "nsightwrap.bench already holds the queue" in cause.fix  # nothing it already does is suggested
     assert "hold the queue back" not in cause.fix
     assert b.gap is not None and abs(b.gap.residual_ns) < 300

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nsightwrap.analysis.gap import ERRORS, PHYSICAL, judge
+from nsightwrap.analysis.gap import ERRORS, PHYSICAL, causes_from_gap, judge
 from nsightwrap.analysis.load import analyze
 from nsightwrap.analysis.model import CauseCode, Gap, GapPart, RunResult, Verdict
 from nsightwrap.cli.report_cmd import STRICT_PASS
@@ -46,9 +46,14 @@ EXPECTED: dict[str, dict[str, tuple[str, list[str]]]] = {
         # The first timed window of the process (a 159 ms window: module load and handle creation
         # before the GEMM): the one-off cost fills it, and nothing else is over the tolerance.
         "mixed.py:16 cuda_events #1": ("flagged", ["warm_up"]),
-        # 80 elementwise launches per window on a warm L2 against ncu's clean, serialized ones.
-        "mixed.py:39 cuda_events #1": ("explained", ["cache_state"]),
-        "mixed.py:55 cuda_events #1": ("flagged", ["launch_overhead", "gaps", "cache_state"]),
+        # 80 elementwise launches per window on a warm L2 against ncu's clean, serialized ones: ncu's
+        # front end per launch (1.09 us, measured on the run's shortest kernels) is ncu's own where the
+        # plain window never held it; the warm L2 saved more than the adds' DRAM bytes at the peak
+        # bandwidth, and what the cache-state part's bound cut (16.79 us) is unexplained.
+        "mixed.py:39 cuda_events #1": ("unexplained", ["unexplained", "ncu_front_end", "cache_state"]),
+        # Its warm-L2 part is no more than the kernels' DRAM traffic at the DRAM bandwidth (-5.52 us):
+        # under half the tolerance, no cause.
+        "mixed.py:55 cuda_events #1": ("flagged", ["launch_overhead", "gaps"]),
         # 1.00x: within the tolerance, a warm L2 offsetting a memset and the gaps between kernels.
         "mixed.py:70 cuda_events #1": ("ok", []),
     },
@@ -59,7 +64,8 @@ EXPECTED: dict[str, dict[str, tuple[str, list[str]]]] = {
         )},  # fmt: skip
     },
     "h200-shards": {
-        "mm[M=16,N=4096]": ("explained", ["gaps"]),
+        # A graph replay: ncu serializes its nodes and pays its front end on each.
+        "mm[M=16,N=4096]": ("explained", ["ncu_front_end"]),
         "mm[M=64,N=4096]": ("no_ncu", []),
         "mm[M=256,N=4096]": ("ok", []),
         "mm[M=1024,N=4096]": ("no_ncu", []),
@@ -92,7 +98,7 @@ EXPECTED: dict[str, dict[str, tuple[str, list[str]]]] = {
         "gemv_clean": ("ok", []),
         "mm_clean": ("ok", []),
         "mm_warm": ("explained", ["cache_state"]),
-        "mm_graph_warm": ("explained", ["cache_state"]),
+        "mm_graph_warm": ("explained", ["cache_state", "ncu_front_end"]),
         "add_launch_bound": ("flagged", ["launch_overhead", "front_end"]),
         "side_stream": ("flagged", ["missed_work", "front_end", "clock", "overlap"]),
     },
@@ -164,6 +170,14 @@ def test_judge_words_and_reasons() -> None:
     assert v is Verdict.UNEXPLAINED and "residual" in why
     # ncu and nsys disagree about the kernels: flagged whatever the parts say.
     assert judge(_gap(1000.0, 1000.0), 0.1, kernels_agree=False)[0] is Verdict.FLAGGED
+    # Within 5% of the timing but over 10% of the gap and over the noise floor (2% of the timing,
+    # at least 0.2 us): partly explained, never explained; the residual is among its causes.
+    g = _gap(13000.0, 10000.0, ("cache_state", 2600.0))
+    v, why = judge(g, 0.1)
+    assert v is Verdict.PARTLY_EXPLAINED and "over 10% of the gap" in why
+    assert [c.code.value for c in causes_from_gap(g, 0.1, v)] == ["cache_state", "unexplained"]
+    # The same share of a gap under the noise floor stays explained.
+    assert judge(_gap(5000.0, 3800.0, ("cache_state", 1050.0)), 0.1)[0] is Verdict.EXPLAINED
 
 
 def test_old_reports_with_profiler_overhead_read_back() -> None:

@@ -48,6 +48,7 @@ NCU_COLUMNS = (
     "memory_throughput_pct", "dram_throughput_pct", "nvtx_ranges",
     "base_duration_ns", "base_sm_clock_hz", "elasticity",  # the clock-sweep pass (clocks.attach_base)
     "duration_source", "counters_duration_ns",  # the duration pass (clocks.attach_durations)
+    "dram_bytes",  # DRAM traffic: what a warm L2 can save at most (analysis/gap/limits.py)
 )  # fmt: skip
 
 _OP_COLUMNS = ["op_id", "kind", "name", "start_ns", "end_ns", "duration_ns", "stream_id"]
@@ -162,6 +163,7 @@ def _kernel(r: Any) -> KernelTiming:
         base_sm_clock_hz=number_or_none(getattr(r, "base_sm_clock_hz", None)),
         duration_source=str(getattr(r, "duration_source", None) or DURATION_SOURCES[1]),
         counters_duration_ns=_counters_ns(r),
+        dram_bytes=number_or_none(getattr(r, "dram_bytes", None)),
     )
 
 

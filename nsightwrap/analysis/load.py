@@ -36,6 +36,7 @@ from nsightwrap.analysis.clocks import (
     with_coverage,
 )
 from nsightwrap.analysis.gap import Timeline, nsys_timelines
+from nsightwrap.analysis.gap.limits import DeviceLimits, device_limits
 from nsightwrap.analysis.gpuclock import MAX_SLOWDOWN, MIN_SAMPLES, kernel_clocks, stamps_clock, with_slowdown
 from nsightwrap.analysis.iterations import NsysIterations, nsys_iterations, nsys_stats_all
 from nsightwrap.analysis.merged import join_shards, shard_entries, shard_run_dir
@@ -62,7 +63,7 @@ from nsightwrap.analysis.ncusample import (
 from nsightwrap.analysis.plainclock import plain_pass_clocks
 from nsightwrap.analysis.power import attach_power
 from nsightwrap.analysis.reconcile import BenchmarkSpec, reconcile_all, specs_from_nvtx
-from nsightwrap.analysis.roofline import attach_rooflines
+from nsightwrap.analysis.roofline import attach_rooflines, find_roofs
 from nsightwrap.analysis.whatif import WhatIf
 from nsightwrap.analysis.window_facts import WindowFacts, window_facts
 from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, PASS_NSYS, SIDECAR_GLOB, uuid_key
@@ -77,6 +78,7 @@ from nsightwrap.core.rundir import (
     read_manifest,
     read_merged,
 )
+from nsightwrap.device.store import read_device_file
 from nsightwrap.parsers.ncu import read_ncu_rep
 from nsightwrap.parsers.sidecar import read_sidecar_doc
 from nsightwrap.timer.stats import summarize
@@ -167,9 +169,10 @@ def analyze(
     in_plain = plain_pass_clocks([(s.nvtx_path, s.iter_prefix) for s in specs], sidecars, plain_capture)
     clocks, refs = benchmark_clocks(specs, found, nsys, nsys_timers, ref_choice, env, manifest, plain_hz, in_plain)
     setup = nsys.setup_calls if nsys is not None else None
+    limits = _device_limits(run_dir, env, sidecars, device_file)
     results = _reconcile_all(specs, refs, ncu, found, nsys_timers, tolerance=tolerance,
                              ncu_cache_control=env.ncu_cache_control, manifest=manifest, setup_calls=setup,
-                             on_sampled=on_sampled)  # fmt: skip
+                             on_sampled=on_sampled, limits=limits)  # fmt: skip
     results = [replace(r, clock=c, notes=(*_clock_note(r, c), *r.notes)) for r, c in zip(results, clocks, strict=True)]
     results = finish_results(results, specs, sidecars, tolerance, ncu, env.ncu_cache_control)
     return attach_power(attach_rooflines(RunResult(
@@ -302,6 +305,7 @@ def _reconcile_all(
     manifest: Mapping[str, Any] | None = None,
     setup_calls: pd.DataFrame | None = None,
     on_sampled: Callable[[Sequence[BenchmarkSpec], Sampled], None] | None = None,
+    limits: DeviceLimits | None = None,
 ) -> list[BenchmarkResult]:
     """Every benchmark's ncu and nsys figures at once (iterations.py: each path parsed once),
     the nsys timelines of the gap's decomposition, then the reconciliation. A run whose ncu
@@ -334,7 +338,7 @@ def _reconcile_all(
         facts = list(window_facts(found, len(specs), setup_calls))
     results = reconcile_all(
         specs, n_list, s_list, timelines, refs, tolerance=tolerance, ncu_cache_control=ncu_cache_control,
-        nsys_timers=nsys_timers, windows=facts,
+        nsys_timers=nsys_timers, windows=facts, limits=limits,
     )  # fmt: skip
     # A benchmark's reason for having no ncu figure comes first: it is what its verdict rests on.
     return [
@@ -342,6 +346,29 @@ def _reconcile_all(
         if extra else r
         for r, extra in zip(results, sampled_notes, strict=True)
     ]  # fmt: skip
+
+
+def _device_limits(
+    run_dir: Path, env: Environment, sidecars: Sequence[tuple[Any, Mapping[str, Any]]], device_file: Path | None
+) -> DeviceLimits:
+    """The L2 size and DRAM bandwidth the gap's parts are bounded by (analysis/gap/limits.py): the
+    device file the roofline uses (``device_file``, the run's, the cached one), else the datasheet."""
+    name, uuid = env.gpu_name, None
+    for _, doc in sidecars:
+        d = doc.get("device")
+        if isinstance(d, Mapping):
+            name, uuid = name or d.get("name"), uuid or d.get("uuid")
+    try:
+        roofs = find_roofs(run_dir, str(name) if name else None, str(uuid) if uuid else None, device_file)
+    except NsightwrapError:
+        return device_limits(None, sidecars)  # the roofline reports the bad device file
+    l2 = None
+    if roofs.source == "measured":
+        try:
+            l2 = read_device_file(Path(roofs.where)).gpu.l2_bytes
+        except NsightwrapError:
+            l2 = None
+    return device_limits(roofs, sidecars, float(l2) if l2 else None)
 
 
 def _plain_start(manifest: Mapping[str, Any]) -> float | None:

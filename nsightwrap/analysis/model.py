@@ -34,6 +34,9 @@ class Verdict(str, Enum):
     #: another stream missed, event cost), or the sources disagree about what ran.
     FLAGGED = "flagged"
     UNEXPLAINED = "unexplained"  # outside the tolerance with a residual over 5% of the timing
+    #: Outside the tolerance, the residual within 5% of the timing but over 10% of the gap (and
+    #: over the noise floor): measured parts explain only part of it.
+    PARTLY_EXPLAINED = "partly_explained"
     NO_TIMER = "no_timer"  # no in-process timings: only the profilers' view is reported
     NO_NCU = "no_ncu"  # no ncu pass: nothing to check the timer against
     NO_DATA = "no_data"  # the benchmark appears nowhere with usable numbers
@@ -57,6 +60,8 @@ class CauseCode(str, Enum):
     GAPS = "gaps"  # idle time between the benchmark's ops beyond their dispatch
     MISSED_WORK = "missed_work"  # work launched in the window that ended after the end event
     WARM_UP = "warm_up"  # a kernel's or library's first use in the process inside the window
+    #: ncu's own per-kernel front end that the window never held (graph nodes ncu serializes).
+    NCU_FRONT_END = "ncu_front_end"
 
 
 class ClockModel(str, Enum):
@@ -118,6 +123,8 @@ class KernelTiming:
     #: The ncu pass's own duration of this kernel (its counters take many replay passes), where
     #: ``duration_ns`` comes from the duration pass.
     counters_duration_ns: float | None = None
+    #: DRAM bytes read and written by the kernel in ncu's pass (on ncu's clean L2), where counted.
+    dram_bytes: float | None = None
 
     def __repr__(self) -> str:
         return f"KernelTiming({self.kernel_short!r}, iteration {self.iteration}, {_ns(self.duration_ns)})"

@@ -25,6 +25,7 @@ from nsightwrap.analysis.gap import (
     infer_kind,
     judge,
 )
+from nsightwrap.analysis.gap.limits import DeviceLimits
 from nsightwrap.analysis.iterations import ITER_PATH, ncu_stats_all, nsys_iterations, nsys_stats_all
 from nsightwrap.analysis.model import (
     BenchmarkResult,
@@ -203,6 +204,7 @@ def reconcile(
     nsys_timer_ns: float | None = None,
     front_end: Mapping[str, float] | None = None,
     window: WindowFacts | None = None,
+    limits: DeviceLimits | None = None,
 ) -> BenchmarkResult:
     """Verdict, causes and the decomposition of the gap for one benchmark from its three views.
 
@@ -268,7 +270,7 @@ def reconcile(
         gap_inputs(
             spec, ncu, nsys, calls, timeline, ref_clock_hz=ref_clock_hz, ref_clock_source=ref_clock_source,
             ncu_cache_control=ncu_cache_control, nsys_timer_ns=nsys_timer_ns, kernels_agree=dis is None,
-            window=window,
+            window=window, limits=limits,
         ),
         front_end,
     )  # fmt: skip
@@ -308,7 +310,9 @@ def reconcile(
     causes: tuple[Cause, ...] = ()
     if timer is None:
         causes = (dis,) if dis and verdict is Verdict.FLAGGED else ()
-    elif gap is not None and verdict in (Verdict.FLAGGED, Verdict.EXPLAINED, Verdict.UNEXPLAINED):
+    elif gap is not None and verdict in (
+        Verdict.FLAGGED, Verdict.EXPLAINED, Verdict.PARTLY_EXPLAINED, Verdict.UNEXPLAINED
+    ):  # fmt: skip
         found = [*([dis] if dis else []), *causes_from_gap(gap, tolerance, verdict)]
         causes = tuple(found) or (
             Cause(
@@ -400,13 +404,14 @@ def gap_inputs(
     nsys_timer_ns: float | None,
     kernels_agree: bool,
     window: WindowFacts | None = None,
+    limits: DeviceLimits | None = None,
 ) -> GapInputs:
     """What ``decompose`` reads for one benchmark (``nsys`` already per call)."""
     return GapInputs(
         timer=spec.timer, ncu=ncu, nsys=nsys, nsys_calls=calls, timeline=timeline, ref_clock_hz=ref_clock_hz,
         ref_clock_source=ref_clock_source, ncu_cache_control=ncu_cache_control,
         source=dict(spec.source) if spec.source else {"kind": infer_kind(spec.timer.method if spec.timer else {})},
-        nsys_timer_ns=nsys_timer_ns, kernels_agree=kernels_agree, window=window,
+        nsys_timer_ns=nsys_timer_ns, kernels_agree=kernels_agree, window=window, limits=limits or DeviceLimits(),
     )  # fmt: skip
 
 
@@ -421,6 +426,7 @@ def reconcile_all(
     ncu_cache_control: str = "all",
     nsys_timers: Mapping[str, float] | None = None,
     windows: Sequence[WindowFacts | None] | None = None,
+    limits: DeviceLimits | None = None,
 ) -> list[BenchmarkResult]:
     """``reconcile`` for every benchmark of a run, after measuring ncu's front-end time per
     kernel on the benchmarks whose cache state matches ncu's (``gap.front_end_offsets``)."""
@@ -433,6 +439,7 @@ def reconcile_all(
             gap_inputs(
                 spec, n, view, calls, tl, ref_clock_hz=hz, ref_clock_source=src, ncu_cache_control=ncu_cache_control,
                 nsys_timer_ns=timers.get(spec.nvtx_path), kernels_agree=disagreement(n, view) is None, window=w,
+                limits=limits,
             )
         )  # fmt: skip
     offsets = front_end_offsets(inputs)
@@ -440,7 +447,7 @@ def reconcile_all(
         reconcile(
             spec, n, s, ref_clock_hz=hz, ref_clock_source=src, tolerance=tolerance,
             ncu_cache_control=ncu_cache_control, timeline=tl, nsys_timer_ns=timers.get(spec.nvtx_path),
-            front_end=offsets, window=w,
+            front_end=offsets, window=w, limits=limits,
         )  # fmt: skip
         for spec, n, s, tl, (hz, src), w in zip(specs, ncu, nsys, timelines, refs, facts, strict=True)
     ]

@@ -24,6 +24,7 @@ LABELS = {
     "overlap": "overlap",
     "non_kernel_work": "non-kernel work",
     "missed_work": "work the timing missed",
+    "ncu_front_end": "ncu's own front end",
     "profiler_overhead": "profiler overhead",
 }
 

@@ -120,6 +120,7 @@ VERDICT_TEXT = {
     Verdict.EXPLAINED: "explained",
     Verdict.FLAGGED: "flagged",
     Verdict.UNEXPLAINED: "unexplained",
+    Verdict.PARTLY_EXPLAINED: "partly explained",
     Verdict.NO_TIMER: "no timer",
     Verdict.NO_NCU: "no ncu",
     Verdict.NO_DATA: "no data",
@@ -130,6 +131,7 @@ VERDICT_TEXT = {
 VERDICT_ORDER = (
     Verdict.FLAGGED,
     Verdict.UNEXPLAINED,
+    Verdict.PARTLY_EXPLAINED,
     Verdict.EXPLAINED,
     Verdict.OK,
     Verdict.NO_DATA,
@@ -144,6 +146,7 @@ VERDICT_STYLE = {
     Verdict.EXPLAINED: "cyan",
     Verdict.FLAGGED: "bold red",
     Verdict.UNEXPLAINED: "bold magenta",
+    Verdict.PARTLY_EXPLAINED: "blue",
 }
 OTHER_STYLE = "yellow"
 
@@ -153,11 +156,12 @@ VERDICT_COLOR = {
     Verdict.EXPLAINED: "#077",
     Verdict.FLAGGED: "#b00",
     Verdict.UNEXPLAINED: "#a0a",
+    Verdict.PARTLY_EXPLAINED: "#36a",
 }
 OTHER_COLOR = "#a60"
 
 #: Verdicts a reader must look at: their causes are listed in every format.
-TO_LOOK_AT = (Verdict.FLAGGED, Verdict.UNEXPLAINED)
+TO_LOOK_AT = (Verdict.FLAGGED, Verdict.UNEXPLAINED, Verdict.PARTLY_EXPLAINED)
 
 
 def verdict_text(v: Verdict) -> str:
@@ -224,7 +228,8 @@ def to_look_at(result: RunResult) -> list[BenchmarkResult]:
 def look_title(look: Sequence[BenchmarkResult]) -> str:
     """``Flagged benchmarks``, ``Unexplained benchmarks`` or ``Flagged and unexplained benchmarks``."""
     words = [verdict_text(v) for v in TO_LOOK_AT if any(b.verdict is v for b in look)]
-    return " and ".join(words).capitalize() + " benchmarks"
+    text = ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
+    return text.capitalize() + " benchmarks"
 
 
 def environment_items(result: RunResult) -> list[tuple[str, str]]:

@@ -14,6 +14,10 @@ own module with the measurement it reads and its fix:
 - ``gaps`` and ``overlap`` (gaps.py): idle time between ops, time saved by concurrent ops;
 - ``non_kernel_work`` (non_kernel_work.py): memcpy and memset, which ncu cannot see;
 - ``missed_work`` (missed_work.py): work on another stream that ended after the end event;
+- ``ncu_front_end`` (ncu_front_end.py): ncu's own per-kernel front end the window never held;
+- every part within its physical bound (limits.py: the L2 and the DRAM bandwidth for the cache
+  state; host_bound.py: the window beside the GPU's busy time for the host-side parts, the empty
+  window for the front end); what a bound cuts stays in the residual;
 - parts of opposite sign that offset each other beyond the gap are named in one note (opposed.py);
 - the residual: what no measurement explains, always shown.
 
@@ -32,15 +36,17 @@ from nsightwrap.analysis.gap.inputs import GapInputs, cache_states, flush_kind, 
 from nsightwrap.analysis.gap.timeline import Timeline, nsys_timelines
 from nsightwrap.analysis.gap.verdict import (
     ERRORS,
+    PARTLY_SHARE,
     PHYSICAL,
     PLACE_SPREAD_NS,
     RESIDUAL_BOUND,
     causes_from_gap,
     judge,
+    noise_floor_ns,
 )
 
 __all__ = [
-    "ERRORS", "PART_ORDER", "PHYSICAL", "PLACE_SPREAD_NS", "QUANTUM", "RESIDUAL_BOUND", "GapInputs",
+    "ERRORS", "PARTLY_SHARE", "PART_ORDER", "PHYSICAL", "PLACE_SPREAD_NS", "QUANTUM", "RESIDUAL_BOUND", "GapInputs",
     "Timeline", "cache_states", "causes_from_gap", "decompose", "flush_kind", "front_end_offsets", "infer_kind",
-    "nsys_timelines", "judge", "q",
+    "nsys_timelines", "judge", "noise_floor_ns", "q",
 ]  # fmt: skip

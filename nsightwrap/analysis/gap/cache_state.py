@@ -3,20 +3,35 @@ or none) against ncu's clean-cache durations, where the two cache states differ 
 
 Also ncu's own front-end time beyond CUPTI's kernel duration (``NcuFrontEnd``): measured on
 this benchmark where its cache state is ncu's (only the front end differs then), else on the
-same kernels in the run's benchmarks that have ncu's cache state (``front_end_offsets``). The
-front-end and gaps parts take it out of what they read, since ncu's durations already hold it.
+same kernels in the run's benchmarks that have ncu's cache state, else on the run's shortest
+kernels, whose DRAM traffic is too small for any cache state to move them (``front_end_offsets``).
+The front-end and gaps parts take it out of what they read, since ncu's durations already hold it.
+
+The part is bounded by physics (``limits.DeviceLimits``): a loop dirtier than ncu's clean L2
+costs between 0 and the write-back of the dirty lines the kernels can evict, ``min(L2, ncu's
+DRAM bytes) / DRAM bandwidth``; a warmer one saves between 0 and the kernels' DRAM traffic in
+ncu's replay, ``ncu's DRAM bytes / DRAM bandwidth``. What a measurement puts beyond the bound is
+left in the residual, and the part's evidence names the bound.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nsightwrap.analysis.gap.clock import Clock, bounded
-from nsightwrap.analysis.gap.common import part, us
-from nsightwrap.analysis.gap.inputs import GapInputs, cache_states, position_medians, timing_kind
+from nsightwrap.analysis.gap.common import med, part, q, us
+from nsightwrap.analysis.gap.inputs import (
+    GapInputs,
+    by_iteration,
+    cache_states,
+    position_medians,
+    timing_kind,
+)
+from nsightwrap.analysis.gap.limits import DeviceLimits
 from nsightwrap.analysis.gap.loop import Loop
 from nsightwrap.analysis.model import GapPart
 
@@ -35,25 +50,87 @@ class NcuFrontEnd:
         return self.source != "none"
 
 
+#: The key of ``front_end_offsets`` under which the run's shortest kernels' front end is kept
+#: (no kernel is named so): the figure for kernels no benchmark with ncu's cache state ran.
+SHORT_KERNELS = "<the run's shortest kernels>"
+#: A kernel this short in ncu (at its own clock) is a short kernel, ...
+SHORT_KERNEL_NS = 5_000.0
+#: ... and where its DRAM traffic takes no longer than this at the DRAM bandwidth, no cache
+#: state can move its duration by more: ncu - CUPTI is then its front end.
+SHORT_TRAFFIC_NS = 50.0
+
+
 def front_end_offsets(inputs: Sequence[GapInputs]) -> dict[str, float]:
-    """ncu's front-end time beyond CUPTI's kernel duration, per kernel (by base name), measured
+    """ncu's front-end time beyond CUPTI's kernel duration, per kernel (by full name), measured
     on the benchmarks whose loop left the L2 in ncu's state (so only the front end differs):
-    ncu's duration at the loop's clock minus the same kernel's nsys duration."""
+    ncu's duration minus the same kernel's nsys duration; and under ``SHORT_KERNELS`` the median
+    of the same difference over the run's short kernels whose DRAM traffic no cache state can
+    make matter (``SHORT_KERNEL_NS``, ``SHORT_TRAFFIC_NS``), in any benchmark."""
     found: dict[str, list[float]] = {}
+    short: list[float] = []
     for inp in inputs:
         if inp.timer is None or inp.ncu is None or inp.timeline is None or not inp.kernels_agree:
             continue
-        loop, ncu_state, _ = cache_states(inp.timer.method, timing_kind(inp), inp.ncu_cache_control)
-        if loop != ncu_state or inp.nsys is None or inp.nsys.streams != 1:
+        if inp.nsys is None or inp.nsys.streams != 1:
             continue  # kernels paired by their order need one stream
+        loop, ncu_state, _ = cache_states(inp.timer.method, timing_kind(inp), inp.ncu_cache_control)
         # At ncu's own clocks: a property of the launch, not carried through the clock model.
         ncu_pos, names = position_medians(inp.ncu, None)
         nsys_pos = [v / inp.nsys_calls for v in inp.timeline.kernel_position_ns]
         if len(ncu_pos) != len(nsys_pos):
             continue
-        for name, a, b in zip(names, ncu_pos, nsys_pos, strict=True):
-            found.setdefault(name, []).append(a - b)
-    return {k: float(statistics.median(v)) for k, v in found.items()}
+        traffic = _position_traffic_ns(inp, len(ncu_pos))
+        for name, a, b, t in zip(names, ncu_pos, nsys_pos, traffic, strict=True):
+            if loop == ncu_state:
+                found.setdefault(name, []).append(a - b)
+            if a <= SHORT_KERNEL_NS and (loop == ncu_state or (t is not None and t <= SHORT_TRAFFIC_NS)):
+                short.append(a - b)
+    out = {k: float(statistics.median(v)) for k, v in found.items()}
+    if short:
+        out[SHORT_KERNELS] = max(0.0, float(statistics.median(short)))
+    return out
+
+
+def _position_traffic_ns(inp: GapInputs, n: int) -> list[float | None]:
+    """The DRAM traffic time of the k-th kernel of an iteration in ncu (median over iterations)."""
+    assert inp.ncu is not None
+    rows = [ks for ks in by_iteration(inp.ncu).values() if len(ks) == n]
+    out: list[float | None] = []
+    for p in range(n):
+        b = med([k.dram_bytes for ks in rows if (k := ks[p]).dram_bytes is not None])
+        out.append(inp.limits.traffic_ns(b))
+    return out
+
+
+def dram_bytes(lp: Loop) -> float | None:
+    """ncu's DRAM bytes per iteration (median), None where any kernel has no count."""
+    per = by_iteration(lp.ncu)
+    if not per or any(k.dram_bytes is None for ks in per.values() for k in ks):
+        return None
+    return med([sum(float(k.dram_bytes or 0.0) for k in ks) for ks in per.values()])
+
+
+def bounds(lp: Loop, limits: DeviceLimits, n_x: float) -> tuple[float, float, str]:
+    """(lowest, highest) the cache-state part can physically be (ns), and the rule in words."""
+    traffic_b = dram_bytes(lp)
+    save = limits.traffic_ns(traffic_b)
+    wb = limits.write_back_ns(traffic_b)
+    bw = f"{limits.dram_bytes_per_s / 1e12:.2f} TB/s" if limits.dram_bytes_per_s else "unknown bandwidth"
+    l2 = f"{limits.l2_bytes / 2**20:.0f} MiB" if limits.l2_bytes else "unknown L2"
+    mb = f"{traffic_b / 1e6:.1f} MB" if traffic_b is not None else "uncounted DRAM bytes"
+    # A warmer L2 can save at most the kernels' DRAM traffic (all of ncu's time, where uncounted).
+    lo_save = -(save if save is not None else n_x)
+    save_txt = f"ncu's DRAM traffic {mb} at {bw}" if save is not None else "ncu's whole time (DRAM bytes not counted)"
+    wb_txt = f"the write-back of min(L2 {l2}, {mb}) at {bw}"
+    colder = lp.loop_state == "dirty" or (lp.loop_state in ("clean", "dirty") and lp.ncu_state == "warm")
+    if lp.ncu_state == "warm" and lp.loop_state != "warm":
+        hi = (save or 0.0) + (wb or 0.0) if (save is not None and (wb is not None or lp.loop_state == "clean")) else math.inf
+        return 0.0, hi, f"0 to ncu's warm-L2 saving plus a dirty L2's write-back ({save_txt}; {wb_txt})"
+    if colder:
+        return 0.0, wb if wb is not None else math.inf, f"0 to {wb_txt}" + ("" if wb is not None else " (not known)")
+    if lp.loop_state == "warm":
+        return lo_save, 0.0, f"minus {save_txt} to 0"
+    return lo_save, wb if wb is not None else math.inf, f"minus {save_txt} to {wb_txt}"
 
 
 def fix(kind: str, method: Mapping[str, Any], facts: Mapping[str, Any]) -> str:
@@ -127,10 +204,16 @@ def measure(
         f = NcuFrontEnd(f_total * share0, f_total * (1 - share0), "this benchmark (same cache state as ncu)")
         return clk, None, f, []
     f = NcuFrontEnd()
-    look = [(offsets or {}).get(nm) for nm in names]
+    offsets = offsets or {}
+    look = [offsets.get(nm) for nm in names]
     if look and all(v is not None for v in look):
-        vals = [float(v) for v in look if v is not None]
+        vals = [max(0.0, float(v)) for v in look if v is not None]
         f = NcuFrontEnd(vals[0], sum(vals[1:]), "the same kernels in benchmarks of this run with ncu's cache state")
+    elif names and (short := offsets.get(SHORT_KERNELS)) is not None:
+        f = NcuFrontEnd(
+            short, short * (len(names) - 1),
+            f"ncu - nsys of this run's shortest kernels ({us(short)} per launch), whose DRAM traffic no cache state moves",
+        )  # fmt: skip
     n_x = clk.n_x
     ev = {
         "loop_cache": lp.loop_state,
@@ -158,4 +241,14 @@ def measure(
     )
     facts = {"loop_state": lp.loop_state, "ncu_state": lp.ncu_state, "flush": lp.flush}
     size = k_loop + f.first_ns + f.rest_ns - n_x
-    return clk, part("cache_state", size, ev, msg, fix(lp.kind, lp.method, facts)), f, []
+    lo, hi, rule = bounds(lp, inp.limits, n_x)
+    kept = min(hi, max(lo, size))
+    ev = {**ev, "measured_ns": size, "bound_low_ns": lo if math.isfinite(lo) else None,
+          "bound_high_ns": hi if math.isfinite(hi) else None, "bound": rule, "bound_from": inp.limits.source,
+          "beyond_bound_ns": size - kept}  # fmt: skip
+    if q(kept) != q(size):
+        msg += (
+            f"; that is {us(size)}, beyond what the L2 can do ({rule}: {us(lo)} to {us(hi)}), so the part stops at "
+            f"{us(kept)} and the {us(size - kept)} beyond it is left in the residual"
+        )
+    return clk, part("cache_state", kept, ev, msg, fix(lp.kind, lp.method, facts)), f, []

@@ -20,7 +20,7 @@ ACTIONABLE = frozenset({"cache_state", "warm_up", "front_end", "launch_overhead"
 #: The parts, in the order they are shown.
 PART_ORDER = (
     "clock", "cache_state", "warm_up", "front_end", "launch_overhead", "gaps", "overlap", "non_kernel_work",
-    "missed_work",
+    "missed_work", "ncu_front_end",
 )  # fmt: skip
 
 

@@ -9,8 +9,10 @@ from nsightwrap.analysis.gap import (
     cache_state,
     front_end,
     gaps,
+    host_bound,
     launch_overhead,
     missed_work,
+    ncu_front_end,
     non_kernel_work,
     opposed,
     slowdown,
@@ -49,21 +51,29 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
         notes.append(clk.note)
     missed, missed_any, more = missed_work.measure(lp)
     details += more
+    # ncu's front end where the window shows it (its lead-in, its idle time between ops) is
+    # taken out of the front-end and gaps parts; what the window never held is ncu's own part.
+    sh = ncu_front_end.split(lp, f)
     measured = [
         clk.part,
         cache,
-        front_end.measure(lp, f, clk.n_x),
+        front_end.measure(lp, sh.shown, clk.n_x),
         launch_overhead.measure(lp),
-        gaps.measure_gaps(lp, f),
+        gaps.measure_gaps(lp, sh.shown),
         gaps.measure_overlap(lp, clk.n_x),
         non_kernel_work.measure(lp),
         missed,
+        ncu_front_end.measure(lp, f, sh),
     ]
     parts = warm_up.carve(warm_up.graph_aware([p for p in measured if p is not None], inp.window), lp)
     sd = slowdown.measure(lp, missed_any)
     parts, scaling, note = slowdown.to_plain_pass(parts, sd, lp)
     if note:
         notes.append(note)
+    # Each part within its bound; what a bound cuts stays in the residual.
+    shown_f = sh.shown.first_ns + sh.shown.rest_ns if lp.tl is not None else 0.0
+    parts, shown_f = ncu_front_end.within_plain_window(parts, lp, f, sh, host_bound.host_room(lp, parts, 0.0))
+    parts = host_bound.host_parts(host_bound.front_end(parts, lp), lp, shown_f)
     parts.sort(key=lambda p: PART_ORDER.index(p.cause))
     total = q(lp.t - lp.n)
     opp = opposed.find(parts, total, lp.t, nsys.streams if (nsys := lp.nsys) is not None else 1)
@@ -83,6 +93,10 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
         "nsys_pass_timing_ns": inp.nsys_timer_ns,
         "nsys_slowdown": scaling or None,
         "empty_window_ns": lp.empty_pc,
+        "empty_window_subtracted_ns": lp.ov,
+        "nsys_busy_ns": lp.nsys_busy,
+        "ncu_front_end_in_window_ns": shown_f,
+        "device_limits": inp.limits.source,
         "cupti_kernel_ns": lp.timer.kernel_ns,
         "elasticity": "measured" if ncu.kernels and all(k.elasticity_source == "measured" for k in ncu.kernels)
         else ("heuristic" if ncu.kernels else None),

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nsightwrap.analysis.clocks import ELASTICITY_RANGE, heuristic_elasticity
+from nsightwrap.analysis.gap.limits import DeviceLimits
 from nsightwrap.analysis.gap.timeline import Timeline
 from nsightwrap.analysis.model import KernelTiming, NcuStats, NsysStats, TimerStats
 from nsightwrap.analysis.window_facts import WindowFacts
@@ -35,6 +36,8 @@ class GapInputs:
     kernels_agree: bool = True
     #: First uses and CUDA-graph replays inside the benchmark's windows (nsys pass).
     window: WindowFacts | None = None
+    #: The GPU's L2 size and DRAM bandwidth, which bound the cache-state part.
+    limits: DeviceLimits = field(default_factory=DeviceLimits)
 
 
 def flush_kind(method: Mapping[str, Any]) -> str | None:

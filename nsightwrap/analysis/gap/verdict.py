@@ -8,7 +8,10 @@
 - ``flagged``: the parts that make the timing wrong for what it claims (``ERRORS``: launch-bound,
   work missed on another stream, the events' own cost, warm-up) sum over the tolerance, or ncu
   and nsys disagree about the kernels that ran;
-- ``unexplained``: outside the tolerance with a residual over ``RESIDUAL_BOUND`` of the timing.
+- ``unexplained``: outside the tolerance with a residual over ``RESIDUAL_BOUND`` of the timing;
+- ``partly_explained``: outside the tolerance, the residual within that but over
+  ``PARTLY_SHARE`` of the gap and over the noise floor (``noise_floor_ns``): the parts explain
+  only part of the gap, so it is never ``explained``.
 """
 
 from __future__ import annotations
@@ -23,9 +26,16 @@ from nsightwrap.analysis.model import Cause, CauseCode, Gap, GapPart, Verdict
 #: Parts that make a timing wrong for what it claims (``warm_up``: a first use in the window).
 ERRORS = frozenset({"launch_overhead", "missed_work", "front_end", "warm_up"})
 #: Parts that are real time of the work or of a choice of the script, no error of the timing.
-PHYSICAL = frozenset({"clock", "cache_state", "non_kernel_work", "overlap", "gaps"})
+PHYSICAL = frozenset({"clock", "cache_state", "non_kernel_work", "overlap", "gaps", "ncu_front_end"})
 #: What no measurement explains may be this share of the timing before the verdict is ``unexplained``.
 RESIDUAL_BOUND = 0.05
+#: A residual over this share of the gap (and over the noise floor) leaves it partly explained.
+PARTLY_SHARE = 0.10
+#: The noise floor of the residual: this much of any timing (``NOISE_SHARE``), at least
+#: ``NOISE_FLOOR_NS``, is what two passes of one loop read apart with nothing changed (the
+#: buffers' places in device memory alone move a 2 us add by up to 0.2 us, ``PLACE_SPREAD_NS``).
+NOISE_FLOOR_NS = 200.0
+NOISE_SHARE = 0.02
 #: How far apart a kernel of a few us reads from one place of its buffers in device memory to
 #: another: up to about 0.2 us on a 2 us add, in the timer, CUPTI and ncu alike
 #: (docs/timer-accuracy.md, "Where the buffers lie"). ncu's pass is a process of its own, whose
@@ -42,6 +52,7 @@ _CODE = {
     "non_kernel_work": CauseCode.NON_KERNEL_WORK,
     "missed_work": CauseCode.MISSED_WORK,
     "warm_up": CauseCode.WARM_UP,
+    "ncu_front_end": CauseCode.NCU_FRONT_END,
 }
 
 
@@ -52,6 +63,17 @@ def _error(p: GapPart) -> float:
     if p.cause not in ERRORS:
         return 0.0
     return abs(p.ns) if p.cause == "missed_work" else max(0.0, p.ns)
+
+
+def noise_floor_ns(timer_ns: float | None) -> float:
+    """The residual that counts as noise for a timing of ``timer_ns``: 2% of it, at least 0.2 us."""
+    return max(NOISE_FLOOR_NS, NOISE_SHARE * abs(timer_ns or 0.0))
+
+
+def partly(gap: Gap) -> bool:
+    """The residual is over ``PARTLY_SHARE`` of the gap and over the noise floor."""
+    r = abs(gap.residual_ns)
+    return r > PARTLY_SHARE * abs(gap.total_ns) and r > noise_floor_ns(gap.timer_ns)
 
 
 def error_ns(gap: Gap) -> float:
@@ -86,6 +108,12 @@ def judge(gap: Gap, tolerance: float, *, kernels_agree: bool = True) -> tuple[Ve
         )
     names = ", ".join(c.code.value for c in causes_from_gap(gap, tolerance, Verdict.EXPLAINED))
     where = f"{ratio:.2f}x" if ratio is not None else "ncu saw no kernel"
+    if partly(gap):
+        return Verdict.PARTLY_EXPLAINED, (
+            f"{where}: measured parts that are no error of the timing explain part of it ({names or 'together'}); "
+            f"the residual {us(gap.residual_ns)} is over {PARTLY_SHARE:.0%} of the gap ({us(gap.total_ns)}) and over "
+            f"the noise floor ({us(noise_floor_ns(gap.timer_ns))})"
+        )
     return Verdict.EXPLAINED, f"{where}: measured parts that are no error of the timing explain it ({names or 'together'})"
 
 
@@ -122,6 +150,8 @@ def causes_from_gap(gap: Gap, tolerance: float, v: Verdict | None = None) -> lis
     big = [p for p in _by_size(gap.parts) if p.ns and abs(p.ns) >= tolerance / 2 * t and p.cause in _CODE]
     if v is Verdict.FLAGGED:
         return [_cause(p) for p in big if _error(p)] + [_cause(p) for p in big if not _error(p)]
+    if v is Verdict.PARTLY_EXPLAINED:
+        return [*causes_from_gap(gap, tolerance, Verdict.EXPLAINED), residual_cause(gap)]
     if v is Verdict.EXPLAINED:
         phys = [_cause(p) for p in big if p.cause in PHYSICAL]
         if phys:
