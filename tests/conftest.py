@@ -46,6 +46,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _no_stored_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The tests read the run directories in fixtures/ in place: no test may store an analysis
+    # there (analysis/store.py). A test of the store turns it on for its own copy of a run.
+    monkeypatch.setenv("NSIGHTWRAP_ANALYSIS_STORE", "off")
+
+
 @pytest.fixture
 def ref_dir() -> Path:
     return REF
