@@ -172,7 +172,8 @@ def stale_reason(doc: Mapping[str, Any], run_dir: Path, key: StoreKey) -> str | 
         return f"stored by nsightwrap {doc.get('nsightwrap_version')}"
     if doc.get("code") != code_fingerprint():
         return "nsightwrap's code changed"
-    was = doc.get("settings") if isinstance(doc.get("settings"), Mapping) else {}
+    settings = doc.get("settings")
+    was: Mapping[str, Any] = settings if isinstance(settings, Mapping) else {}
     now = key.as_dict()
     for name, flag in (("tolerance", "--tolerance"), ("clock_ref", "--clock-ref"), ("device_file", "--device-file")):
         if was.get(name) != now[name]:
