@@ -15,6 +15,12 @@ the result as ``nsightwrap report`` renders it:
 and ``compare`` of two report JSONs of that run (the current one with every tenth benchmark's
 timer samples 10% longer): reading both sides, the verdicts, then each compare format (table, md,
 json, junit). Printed: seconds (best of ``--repeat``) and output size per step.
+
+Then the stored analysis (analysis/store.py), each step in a child process of its own, whose
+peak memory (``ru_maxrss``) is printed beside its time: the first ``report`` (analyse and
+store), then ``report`` in each format from the stored analysis (reading it, then rendering),
+and ``compare RUN RUN --metric ncu`` (both sides read from the store). ``--iters`` sets the
+nsys volume per benchmark (the source run has up to about 200 iterations per benchmark).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import io
 import json
 import os
 import platform
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -117,13 +124,114 @@ def measure(run: Path, repeat: int, work: Path) -> list[tuple[str, float, int, s
     return rows
 
 
+#: The child steps: (name, format or command).
+STORED_STEPS = (("report (analyse and store)", "analyse"), ("report -f table (stored)", "table"),
+                ("report -f md (stored)", "md"), ("report -f json (stored)", "json"),
+                ("report -f json --detail (stored)", "json-detail"), ("report -f html (stored)", "html"),
+                ("compare RUN RUN --metric ncu (stored)", "compare"))  # fmt: skip
+
+
+def child(run: Path, step: str) -> dict[str, Any]:
+    """One step in this (child) process: its seconds (reading the analysis, rendering), output
+    size and the process's peak RSS."""
+    import resource
+
+    from rich.console import Console
+
+    from benchmarks.analysis_speed import ncu_from_csv
+    from nsightwrap.cli.report_cmd import run_analysis
+
+    out: dict[str, Any] = {"step": step}
+    with ncu_from_csv(run):
+        t0 = time.perf_counter()
+        had = run_analysis(run)
+        if step == "compare":
+            had2 = run_analysis(run)
+        out["read_s"] = time.perf_counter() - t0
+        out["line"] = had.line.split(";")[0]
+    t0 = time.perf_counter()
+    text: str | bytes = ""
+    if step == "table":
+        from nsightwrap.export.terminal import print_report
+
+        console = Console(record=True, width=160, file=io.StringIO(), highlight=False)
+        print_report(had.result, console)
+        text = console.export_text()
+    elif step == "md":
+        from nsightwrap.export.markdown import render_markdown
+
+        text = render_markdown(had.result)
+    elif step in ("json", "json-detail"):
+        from nsightwrap.export.jsonio import write_report_json
+
+        text = write_report_json(had.result, detail=step == "json-detail")
+    elif step == "html":
+        from nsightwrap.export.html import render_html
+
+        text = render_html(had.result)
+    elif step == "compare":
+        from nsightwrap.compare.sides import side_from_report
+        from nsightwrap.compare.verdicts import compare
+        from nsightwrap.export.jsonio import compare_json, report_to_dict
+
+        a, b = (side_from_report(report_to_dict(h.result), label="run", metric="ncu", where=str(run))
+                for h in (had, had2))  # fmt: skip
+        text = compare_json(compare(a, b, metric="ncu"))
+    out["render_s"] = time.perf_counter() - t0
+    out["bytes"] = _size(text)
+    out["benchmarks"] = len(had.result.benchmarks)
+    out["maxrss_mib"] = _peak_mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return out
+
+
+def _peak_mib(maxrss_mib: float) -> float:
+    """This process's peak RSS in MiB: Linux's VmHWM where there is one, since ``ru_maxrss``
+    keeps the parent's peak across fork and exec (every child would show the parent's)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return maxrss_mib
+
+
+def stored_rows(run: Path, cache: Path) -> list[dict[str, Any]]:
+    """Every ``STORED_STEPS`` step in a child process of its own (the store on, its cache in
+    ``cache``)."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NSIGHTWRAP_ANALYSIS_STORE": "on", "XDG_CACHE_HOME": str(cache)}
+    rows = []
+    for name, step in STORED_STEPS:
+        t0 = time.perf_counter()
+        p = subprocess.run([sys.executable, "-m", "benchmarks.report_scale", "--child", str(run), step],
+                           capture_output=True, text=True, env=env, check=True)  # fmt: skip
+        row = json.loads(p.stdout.strip().splitlines()[-1])
+        rows.append({**row, "name": name, "wall_s": time.perf_counter() - t0})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--benchmarks", type=int, default=1000, help="sweep points (default 1000)")
     ap.add_argument("--iters", type=int, default=30, help="nsys iterations kept per benchmark (default 30)")
     ap.add_argument("--repeat", type=int, default=1, help="timed renderings per step; the best is reported (default 1)")
     ap.add_argument("--keep", type=Path, default=None, help="build the run directory here and keep it")
+    ap.add_argument("--reuse", type=Path, default=None, help="measure this run directory (made by --keep)")
+    ap.add_argument("--stored-only", action="store_true", help="only the stored-analysis steps (child processes)")
+    ap.add_argument("--child", nargs=2, metavar=("RUN", "STEP"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(Path(args.child[0]), args.child[1])))
+        return 0
+    if args.reuse is not None:
+        shutil.rmtree(args.reuse / "analysis", ignore_errors=True)
+        with tempfile.TemporaryDirectory(prefix="nsightwrap-scale-") as tmp:
+            rows = [] if args.stored_only else measure(args.reuse, args.repeat, Path(tmp))
+            _print(rows, stored_rows(args.reuse, Path(tmp) / "cache"))
+        return 0
     with tempfile.TemporaryDirectory(prefix="nsightwrap-scale-") as tmp:
         run = args.keep if args.keep is not None else Path(tmp) / "run"
         if args.keep is not None and run.exists():
@@ -131,16 +239,32 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         held = build_run(run, args.benchmarks, args.iters)
         built_s = time.perf_counter() - t0
-        rows = measure(run, args.repeat, Path(tmp))
+        print(f"run: {json.dumps(held)} (built in {built_s:.1f} s)")
+        rows = [] if args.stored_only else measure(run, args.repeat, Path(tmp))
+        _print(rows, stored_rows(run, Path(tmp) / "cache"))
+    return 0
+
+
+def _out(size: int) -> str:
+    return "-" if not size else f"{size / 1e6:.2f} MB" if size >= 1e5 else f"{size / 1e3:.1f} KB"
+
+
+def _print(rows: list[tuple[str, float, int, str]], stored: list[dict[str, Any]]) -> None:
     print(f"machine: {platform.processor() or platform.machine()}, {platform.python_implementation()} "
           f"{platform.python_version()}, {os.cpu_count()} CPUs")  # fmt: skip
-    print(f"run: {json.dumps(held)} (built in {built_s:.1f} s)")
     print()
-    print("| step | seconds | output | note |\n| --- | ---: | ---: | --- |")
-    for name, s, size, note in rows:
-        out = "-" if not size else f"{size / 1e6:.2f} MB" if size >= 1e5 else f"{size / 1e3:.1f} KB"
-        print(f"| {name} | {s:.2f} | {out} | {note} |")
-    return 0
+    if rows:
+        print("| step | seconds | output | note |\n| --- | ---: | ---: | --- |")
+        for name, s, size, note in rows:
+            print(f"| {name} | {s:.2f} | {_out(size)} | {note} |")
+        print()
+    print("| step (a child process each) | analysis (s) | render (s) | process wall (s) | peak RSS | output | per benchmark |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in stored:
+        per = f"{r['bytes'] / r['benchmarks'] / 1e3:.1f} KB" if r["bytes"] and r["benchmarks"] else "-"
+        print(f"| {r['name']} | {r['read_s']:.2f} | {r['render_s']:.2f} | {r['wall_s']:.2f} | "
+              f"{r['maxrss_mib']:.0f} MiB | {_out(r['bytes'])} | {per} |")  # fmt: skip
+        print(f"|   ({r['line']}) | | | | | | |")
 
 
 if __name__ == "__main__":

@@ -45,6 +45,9 @@ class Run:
     frames, and its HTML report as the notebook's view."""
 
     result: RunResult
+    #: How the analysis was had: ``analysis: stored (...)``, ``analysis: computed (...)`` or
+    #: ``analysis: recomputed (<the input or setting that changed>)`` (docs/analysis-speed.md).
+    analysis: str = ""
 
     @property
     def path(self) -> Path:
@@ -124,14 +127,20 @@ class FullReport:
         return f"<nsightwrap full report: {len(self.document):,} characters of HTML>"
 
 
-def load_run(path: str | Path, *, tolerance: float = 0.1, clock_ref: str = "plain") -> Run:
+def load_run(
+    path: str | Path, *, tolerance: float = 0.1, clock_ref: str = "plain", reanalyze: bool = False
+) -> Run:
     """Analyse a run directory of ``nsightwrap profile`` (as ``nsightwrap report`` does).
 
     ``tolerance`` is the fraction timer and ncu may differ by (0.1: 10%); ``clock_ref`` the
     reference SM clock (``plain``, ``boost``, ``base`` or a clock such as ``1.98e9``/``1980MHz``),
-    as ``report --tolerance/--clock-ref`` take them.
+    as ``report --tolerance/--clock-ref`` take them. The run's stored analysis is read where its
+    inputs and these settings are unchanged (``Run.analysis`` says which happened; ``reanalyze``
+    analyses again), as ``nsightwrap report`` does.
     """
     from nsightwrap.analysis.load import analyze
+    from nsightwrap.analysis.store import StoreKey, stored_analysis
+    from nsightwrap.export.jsonio import report_from_dict, report_to_dict
     from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
     p = Path(path)
@@ -142,8 +151,13 @@ def load_run(path: str | Path, *, tolerance: float = 0.1, clock_ref: str = "plai
             f"{p} is a file, not a run directory",
             hint="give the folder `nsightwrap profile` wrote; read a single report with read_ncu or read_nsys",
         )
-    # The native ncu reader in a child process: its crash raises one error, not a dead kernel.
-    return Run(analyze(p, tolerance=tolerance, clock_ref=clock_ref, read_ncu=read_ncu_rep_isolated))
+    def fresh() -> RunResult:
+        # The native ncu reader in a child process: its crash raises one error, not a dead kernel.
+        return analyze(p, tolerance=tolerance, clock_ref=clock_ref, read_ncu=read_ncu_rep_isolated)
+
+    had = stored_analysis(p, fresh, key=StoreKey.of(tolerance, clock_ref, None), to_doc=report_to_dict,
+                          from_doc=report_from_dict, reanalyze=reanalyze)  # fmt: skip
+    return Run(had.result, had.line)
 
 
 def _kind(path: Path, wanted: str) -> ReportKind:

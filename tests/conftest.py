@@ -3,11 +3,17 @@ skipped where no GPU is present."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+# The tests read the run directories in fixtures/ in place: no test may store an analysis there
+# (analysis/store.py), module- and session-scoped fixtures included, and the subprocesses the
+# tests start inherit this. A test of the store turns it on (monkeypatch) for its own copy of a run.
+os.environ["NSIGHTWRAP_ANALYSIS_STORE"] = "off"
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

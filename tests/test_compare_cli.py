@@ -434,8 +434,10 @@ def test_reference_report_json_compares_by_ncu_and_nsys(
     from nsightwrap.analysis.load import analyze
     from nsightwrap.export.jsonio import write_report_json
 
-    report = tmp_path / "ref.json"
-    write_report_json(analyze(build_run_dir(tmp_path / "run")), report)
+    result = analyze(build_run_dir(tmp_path / "run"))
+    report, summary = tmp_path / "ref.json", tmp_path / "summary.json"
+    write_report_json(result, report, detail=True)
+    write_report_json(result, summary)  # the default: no per-iteration or per-kernel rows
     for metric, expected in (
         ("ncu", {"mm_small", "mm_skinny", "mm_large"}),
         ("nsys", {"mm_small", "mm_skinny", "mm_large", "softmax_mlp"}),
@@ -447,6 +449,16 @@ def test_reference_report_json_compares_by_ncu_and_nsys(
         assert {b["benchmark"] for b in doc["benchmarks"]} == expected, metric
         # the same report against itself: nothing may be called slower
         assert all(b["verdict"] != "SLOWER" for b in doc["benchmarks"])
+        if metric == "nsys":  # the summary has no nsys iterations: one line naming --detail
+            code, _, err = cli(capsys, summary, report, "--metric", metric, "--no-fail")
+            assert code == 2 and "without --detail" in err and "--detail" in err.split("(", 1)[-1]
+            continue
+        # The default report JSON against the detailed one: the same verdicts, intervals and
+        # elasticities (the summary keeps the samples compare reads and the kernels' elasticity).
+        code, out2, err = cli(capsys, summary, report, "--metric", metric, "--format", "json", "--no-fail")
+        assert code == 0, err
+        same = json.loads(out2)
+        assert same["benchmarks"] == doc["benchmarks"] and same["energy"] == doc["energy"], metric
 
 
 def test_probe_clock_anchors_the_per_sample_clocks(tmp_path: Path) -> None:

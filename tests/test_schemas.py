@@ -72,7 +72,22 @@ def test_a_manifest_profile_writes_now_is_valid(tmp_path: Path, monkeypatch, cap
 
 @pytest.mark.parametrize("run", REPORT_RUNS)
 def test_report_json_of_shipped_runs_is_valid(reports: dict[str, dict[str, Any]], run: str) -> None:
+    assert reports[run]["detail"] is False
     assert errors("report", reports[run]) == []
+
+
+def test_detail_report_json_is_valid_and_needs_its_rows(tmp_path: Path) -> None:
+    path = tmp_path / "detail.json"
+    with pytest.raises(SystemExit) as exc:
+        main(["report", str(ROOT / "fixtures" / "runs" / "h200-example"), "--format", "json", "--detail", "-o", str(path)])
+    assert exc.value.code in (0, None)
+    doc = json.loads(path.read_text())
+    assert doc["detail"] is True and errors("report", doc) == []
+    # With detail true the rows are required, as in version 2; without, they may be left out.
+    bench = next(b for b in doc["benchmarks"] if b["ncu"] is not None)
+    del bench["ncu"]["kernels"]
+    assert any(e.startswith(f"benchmarks/{doc['benchmarks'].index(bench)}/ncu:") for e in errors("report", doc))
+    assert errors("report", {**doc, "detail": False}) == []
 
 
 def _renamed(doc: dict[str, Any], path: list[str | int], new: str) -> dict[str, Any]:

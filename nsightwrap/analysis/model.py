@@ -18,9 +18,14 @@ from typing import Any
 #:   2 (0.2.0): per benchmark ``source`` and ``user_value_ns`` (timings captured from unmodified
 #:              scripts), ``gap`` (the decomposition of timer - ncu), ``roofline``, ``power``;
 #:              per kernel the measured clock elasticity and the base-clock ncu measurement.
-FORMAT_VERSION = 2
-#: Report versions this nsightwrap reads (version 2 only added fields, so version 1 reads as is).
-READABLE_VERSIONS = (1, 2)
+#:   3: ``detail`` (top level): false by default, where the per-iteration and per-kernel rows
+#:      (``clock_trace``, ``ncu.kernels``, nsys's per-iteration lists, ``roofline.kernels``, the
+#:      clock part's ``evidence.kernels``) are left out and ``ncu.elasticity``,
+#:      ``ncu.elasticity_source`` and ``nsys.iterations`` summarise them; true (``--detail``):
+#:      every row, as version 2.
+FORMAT_VERSION = 3
+#: Report versions this nsightwrap reads (versions 2 and 3 only added or left out fields).
+READABLE_VERSIONS = (1, 2, 3)
 
 
 class Verdict(str, Enum):

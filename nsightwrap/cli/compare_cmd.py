@@ -204,9 +204,11 @@ def _emit(result: Comparison, fmt: Format, output: Path | None) -> None:
 
 
 def report_of(path: Path) -> Mapping[str, Any]:
-    """The report document of a run directory: the analysis, in the report JSON's form."""
-    from nsightwrap.analysis.load import analyze
+    """The report document of a run directory: its stored analysis (or the analysis, then
+    stored), in the report JSON's form; one line on stderr says which."""
+    from nsightwrap.cli.report_cmd import run_analysis
     from nsightwrap.export.jsonio import report_to_dict
-    from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
 
-    return report_to_dict(analyze(path, read_ncu=read_ncu_rep_isolated))
+    had = run_analysis(path)
+    err_console.print(f"{path}: {had.line}", highlight=False, markup=False)
+    return report_to_dict(had.result, detail=True)

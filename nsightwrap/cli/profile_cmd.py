@@ -301,9 +301,12 @@ def _analyze(root: Path, out: Console, err: Console, *, show: bool, readers: tup
     they read already."""
     try:
         from nsightwrap.analysis.load import analyze
+        from nsightwrap.analysis.store import StoreKey, run_inputs, store_result
+        from nsightwrap.export.jsonio import report_to_dict
         from nsightwrap.export.terminal import print_report
     except ImportError as exc:
-        if exc.name not in ("nsightwrap.analysis.load", "nsightwrap.export.terminal", "nsightwrap.export"):
+        if exc.name not in ("nsightwrap.analysis.load", "nsightwrap.analysis.store", "nsightwrap.export.terminal",
+                            "nsightwrap.export", "nsightwrap.export.jsonio"):  # fmt: skip
             raise
         return EXIT_OK
     try:
@@ -311,7 +314,10 @@ def _analyze(root: Path, out: Console, err: Console, *, show: bool, readers: tup
 
         # The native ncu reader in a child process: its crash costs the ncu numbers, not the run.
         read_ncu, read_nsys = readers or (read_ncu_rep_isolated, None)
+        inputs = run_inputs(root)  # the run's files as the analysis reads them
         result = analyze(root, read_ncu=read_ncu, read_nsys=read_nsys)
+        # Kept for report, compare and load_run (analysis/store.py): the run is analysed once.
+        store_result(root, result, key=StoreKey.of(0.1, "plain", None), to_doc=report_to_dict, inputs=inputs)
         if show:
             print_report(result, out)
     except NsightwrapError as exc:

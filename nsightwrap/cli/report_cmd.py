@@ -15,7 +15,8 @@ from nsightwrap.cli import OLD_FORMAT_HELP, app, err_console, piped_width, write
 from nsightwrap.core.errors import EXIT_FINDINGS, EXIT_NATIVE_CRASH, InputNotFound, UsageError
 
 if TYPE_CHECKING:
-    from nsightwrap.analysis.model import BenchmarkResult
+    from nsightwrap.analysis.model import BenchmarkResult, RunResult
+    from nsightwrap.analysis.store import Analysis
 
 
 class Format(str, Enum):
@@ -52,6 +53,15 @@ def report_command(
         typer.Option("--device-file", metavar="FILE", help="Roofs from this device file (nsightwrap device) "
                      "(default: RUN_DIR/env/device.json, else the GPU's cached one, else datasheet)."),
     ] = None,
+    detail: Annotated[
+        bool,
+        typer.Option("--detail", help="With --format json: every per-iteration and per-kernel row too "
+                     "(default: per-benchmark summaries and the samples compare reads)."),
+    ] = False,
+    reanalyze: Annotated[
+        bool,
+        typer.Option("--reanalyze", help="Analyse the run again even where its stored analysis is current."),
+    ] = False,
 ) -> None:
     """Reconcile the timer, ncu and nsys numbers of a run and explain every discrepancy.
 
@@ -65,18 +75,21 @@ def report_command(
 
       nsightwrap report RUN --format json -o run.json   # for nsightwrap compare and CI
 
+      nsightwrap report RUN --format json --detail -o run.json   # every iteration and kernel row too
+
       nsightwrap report RUN --strict --tolerance 5   # fail a CI job on any flagged benchmark
 
       nsightwrap report RUN --clock-ref 1.6GHz   # compare at a clock of your choice
 
       nsightwrap report RUN --device-file FILE   # roofline against measured ceilings (nsightwrap device)
 
+    The analysis is stored in the run directory (RUN_DIR/analysis/) and read back while the run's
+    files and these options are unchanged; one line on stderr says which (--reanalyze: analyse
+    again).
+
     Exit codes: 0 ok, 1 --strict found a benchmark to look at, 2 bad input, 5 a report reader
     crashed, 8 --format html without matplotlib (pip install 'nsightwrap[html]').
     """
-    from nsightwrap.analysis.load import analyze
-    from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
-
     fmt = fmt_f or fmt
     if fmt is Format.html:  # before the analysis: a missing extra is told at once
         from nsightwrap.core.extras import require_html
@@ -87,11 +100,10 @@ def report_command(
         raise InputNotFound(f"{run_dir}: not a run directory", hint="give the directory nsightwrap profile wrote (-o)")
     if not 0 < tolerance < 1000:
         raise UsageError(f"--tolerance {tolerance} is out of range", hint="give a percentage, e.g. --tolerance 10")
-    # The native ncu reader in a child process: its crash costs the ncu numbers, not the report.
-    result = analyze(
-        run_dir, tolerance=tolerance / 100.0, clock_ref=clock_ref, device_file=device_file,
-        read_ncu=read_ncu_rep_isolated,
-    )  # fmt: skip
+    had = run_analysis(run_dir, tolerance=tolerance / 100.0, clock_ref=clock_ref, device_file=device_file,
+                       reanalyze=reanalyze)  # fmt: skip
+    err_console.print(had.line, highlight=False, markup=False)
+    result = had.result
     if fmt is Format.table:
         from nsightwrap.export.terminal import print_report
 
@@ -110,7 +122,7 @@ def report_command(
     elif fmt is Format.json:
         from nsightwrap.export.jsonio import write_report_json
 
-        text = write_report_json(result)
+        text = write_report_json(result, detail=detail)
     else:
         from nsightwrap.export.html import render_html
 
@@ -141,6 +153,33 @@ def report_command(
                 markup=False,
             )
             raise typer.Exit(EXIT_FINDINGS)
+
+
+def run_analysis(
+    run_dir: Path,
+    *,
+    tolerance: float = 0.1,
+    clock_ref: str = "plain",
+    device_file: Path | None = None,
+    reanalyze: bool = False,
+) -> Analysis:
+    """The analysis of ``run_dir``: stored, or computed and stored (analysis/store.py), with the
+    native ncu reader in a child process (its crash costs the ncu numbers, not the report).
+    ``tolerance`` is a fraction."""
+    from nsightwrap.analysis.store import StoreKey, stored_analysis
+    from nsightwrap.export.jsonio import report_from_dict, report_to_dict
+
+    def fresh() -> RunResult:
+        # Imported here: a stored analysis needs neither the parsers nor pandas' readers.
+        from nsightwrap.analysis.load import analyze
+        from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated
+
+        return analyze(run_dir, tolerance=tolerance, clock_ref=clock_ref, device_file=device_file,
+                       read_ncu=read_ncu_rep_isolated)  # fmt: skip
+
+    key = StoreKey.of(tolerance, clock_ref, device_file)
+    return stored_analysis(run_dir, fresh, key=key, to_doc=report_to_dict, from_doc=report_from_dict,
+                           reanalyze=reanalyze)  # fmt: skip
 
 
 #: Verdicts --strict lets pass, by value so that new members of the enum fail until named here.

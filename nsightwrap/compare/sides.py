@@ -176,13 +176,17 @@ def _finite(v: Any) -> float | None:
     return float(v)
 
 
-def _elasticity(entry: Mapping[str, Any]) -> tuple[float | None, str | None]:
+def elasticity_of(entry: Mapping[str, Any]) -> tuple[float | None, str | None]:
     """A report benchmark's clock elasticity: its ncu kernels' e (clamped to [0, 1]) weighted by
     their durations, ``measured`` where every kernel's was, else ``heuristic``; (None, None)
-    where the report has no ncu kernels."""
+    where the report has no ncu kernels. A summary report JSON (version 3 without ``--detail``)
+    has no kernel rows: its ``ncu.elasticity`` holds this figure, written from them."""
     ncu = entry.get("ncu")
     kernels = ncu.get("kernels") if isinstance(ncu, Mapping) else None
     if not isinstance(kernels, list):
+        if isinstance(ncu, Mapping) and "elasticity" in ncu:
+            e, src = _finite(ncu.get("elasticity")), ncu.get("elasticity_source")
+            return (e, str(src)) if e is not None and src is not None else (None, None)
         return None, None
     total = weighted = 0.0
     measured = True
@@ -241,7 +245,7 @@ def side_from_report(doc: Mapping[str, Any], *, label: str, metric: str, where: 
         block = {**block, "name": entry["name"], "params": entry.get("params") or {}, "power": entry.get("power")}
         energy = energy_samples(entry.get("power"))
         power_w, reasons = _power_facts(entry)
-        e, e_src = _elasticity(entry)
+        e, e_src = elasticity_of(entry)
         uuid = entry.get("gpu_uuid") if isinstance(entry.get("gpu_uuid"), str) else None
         facts: dict[str, Any] = {"power_w": power_w, "throttle_reasons": reasons, "elasticity": e,
                                  "elasticity_source": e_src, "gpu_uuid": uuid or None}  # fmt: skip
@@ -264,6 +268,12 @@ def side_from_report(doc: Mapping[str, Any], *, label: str, metric: str, where: 
             values, cycles = tuple(v for v, _ in kept), tuple(c for _, c in kept)
             out.append(Samples(name, params, values, cycles, _clock_of(values, cycles), energy))
         else:
+            if "iterations_ns" not in block and doc.get("detail") is False:
+                raise UsageError(
+                    f"{where}: a report JSON written without --detail holds no nsys iterations",
+                    hint="compare the run directories, or write the reports with "
+                    "nsightwrap report RUN --format json --detail",
+                )
             # nsys records no SM clock: its kernel sums cannot be checked against a clock change.
             values = _numbers(block, "iterations_ns", f"{at} ({name!r}) nsys", allow_zero=True)
             values = tuple(v for v in values if v > 0)

@@ -77,14 +77,63 @@ def _plain(v: Any) -> Any:
     if isinstance(v, Mapping):
         return {str(k): _plain(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
+        # Sample and iteration lists hold thousands of floats: one C-level check of their types
+        # and of their sum (finite only where every element is) in place of a call per element.
+        kinds = set(map(type, v))
+        if kinds <= {float, int} and (float not in kinds or math.isfinite(math.fsum(v))):
+            return list(v)
         return [_plain(x) for x in v]
     return v
 
 
-def report_to_dict(result: RunResult) -> dict[str, Any]:
-    """The report as a JSON-ready dict (``format``, ``version`` first, ``summary`` last)."""
-    doc = {"format": REPORT_FORMAT, "version": FORMAT_VERSION, "nsightwrap_version": __version__, **_plain(result)}
+def report_to_dict(result: RunResult, *, detail: bool = True) -> dict[str, Any]:
+    """The report as a JSON-ready dict (``format``, ``version`` first, ``summary`` last).
+    ``detail``: every per-iteration and per-kernel row (the whole result, as the stored analysis
+    keeps it); else per-benchmark summaries and the samples ``compare`` reads (``summary_only``)."""
+    doc = {"format": REPORT_FORMAT, "version": FORMAT_VERSION, "nsightwrap_version": __version__,
+           "detail": detail, **_plain(result)}  # fmt: skip
+    if not detail:
+        doc = summary_only(doc)
     return {**doc, "summary": summary_dict(result)}
+
+
+#: Per-iteration lists of the ``nsys`` block the summary leaves out (``nsys.iterations`` counts them).
+NSYS_ROWS = ("iterations_ns", "busy_ns", "span_ns", "op_sum_ns", "non_kernel_ns", "kernels_per_iteration",
+             "memcpy_per_iteration", "memset_per_iteration")  # fmt: skip
+
+
+def summary_only(doc: dict[str, Any]) -> dict[str, Any]:
+    """The report document without its per-iteration and per-kernel rows (the default report
+    JSON, docs/report-json.md): ``clock_trace``, ``ncu.kernels`` (its clock elasticity kept as
+    ``ncu.elasticity``), nsys's per-iteration lists (their count kept as ``nsys.iterations``),
+    ``roofline.kernels`` and the clock part's per-kernel ``evidence.kernels``. Kept: every
+    summary figure, and the samples ``compare`` reads (timer samples and their clocks, ncu's
+    per-iteration sums, energy samples)."""
+    from nsightwrap.compare.sides import elasticity_of
+
+    out = {k: v for k, v in doc.items() if k != "clock_trace"}
+    benches = []
+    for b in doc.get("benchmarks") or ():
+        b = dict(b)
+        if isinstance(b.get("ncu"), dict):
+            e, src = elasticity_of(b)
+            b["ncu"] = {**{k: v for k, v in b["ncu"].items() if k != "kernels"}, "elasticity": e,
+                        "elasticity_source": src}  # fmt: skip
+        if isinstance(b.get("nsys"), dict):
+            nsys = b["nsys"]
+            b["nsys"] = {**{k: v for k, v in nsys.items() if k not in NSYS_ROWS},
+                         "iterations": len(nsys.get("iterations_ns") or ())}  # fmt: skip
+        if isinstance(b.get("roofline"), dict):
+            b["roofline"] = {k: v for k, v in b["roofline"].items() if k != "kernels"}
+        gap = b.get("gap")
+        if isinstance(gap, dict) and any(isinstance(p.get("evidence"), dict) and "kernels" in p["evidence"]
+                                         for p in gap.get("parts") or ()):  # fmt: skip
+            parts = [{**p, "evidence": {k: v for k, v in p["evidence"].items() if k != "kernels"}}
+                     if isinstance(p.get("evidence"), dict) else p for p in gap["parts"]]  # fmt: skip
+            b["gap"] = {**gap, "parts": parts}
+        benches.append(b)
+    out["benchmarks"] = benches
+    return out
 
 
 def summary_dict(result: RunResult) -> dict[str, Any]:
@@ -99,9 +148,12 @@ def summary_dict(result: RunResult) -> dict[str, Any]:
 
 
 @exporter("report", "json")
-def write_report_json(result: RunResult, path: Path | None = None) -> str:
-    """Serialize ``result``; write it to ``path`` when given. Returns the text."""
-    text = json.dumps(report_to_dict(result), indent=1, allow_nan=False) + "\n"
+def write_report_json(result: RunResult, path: Path | None = None, *, detail: bool = False) -> str:
+    """Serialize ``result`` (per-benchmark summaries; ``detail``: every row too); write it to
+    ``path`` when given. Returns the text."""
+    # Compact: json's C encoder runs only without indent (an indented 1,000-benchmark report took
+    # seconds in the pure-Python one); `jq .` or `python -m json.tool` indents it for reading.
+    text = json.dumps(report_to_dict(result, detail=detail), separators=(",", ":"), allow_nan=False) + "\n"
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")
     return text
@@ -148,7 +200,9 @@ def report_from_dict(doc: Any, *, where: str = "report") -> RunResult:
 
 def _tuples(v: Any) -> Any:
     if isinstance(v, list):
-        return tuple(_tuples(x) for x in v)
+        # One C-level look at the element types: a list of numbers (thousands of samples) is
+        # made a tuple at once, only nested lists are walked.
+        return tuple(_tuples(x) for x in v) if list in set(map(type, v)) else tuple(v)
     return v
 
 
@@ -177,7 +231,10 @@ def _bench(d: Mapping[str, Any]) -> BenchmarkResult:
         n = dict(d["ncu"])
         n["kernels"] = [_kernel(k) for k in n.get("kernels") or ()]
         ncu = _build(NcuStats, n)
-    nsys = _build(NsysStats, d["nsys"]) if d.get("nsys") is not None else None
+    nsys = None
+    if d.get("nsys") is not None:
+        # A summary (version 3 without --detail) has no per-iteration lists: empty rows.
+        nsys = _build(NsysStats, {**{k: [] for k in NSYS_ROWS}, **d["nsys"]})
     causes = tuple(
         Cause(code=CauseCode(c["code"]), message=c["message"], evidence=dict(c["evidence"]), fix=c["fix"])
         for c in d.get("causes") or ()

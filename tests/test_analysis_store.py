@@ -1,0 +1,147 @@
+"""The stored analysis (analysis/store.py): a run is analysed once and read back while nothing it
+was computed from changed; a changed input, another setting or another nsightwrap is never read.
+
+Every test stores into its own copy of a shipped H200 run (fixtures/ is never written), with
+the store turned on for it and the user's cache in tmp_path."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from fake_tools.harness import TARGET, profile, use_fakes
+
+from nsightwrap.analysis.load import analyze
+from nsightwrap.analysis.store import STORE_ENV, store_paths
+from nsightwrap.cli import main
+from nsightwrap.export.jsonio import write_report_json
+
+RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(STORE_ENV, "on")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    dst = tmp_path / "run"
+    shutil.copytree(RUNS / "h200-blog", dst)
+    return dst
+
+
+def report(capsys: pytest.CaptureFixture[str], run: Path, *args: str) -> tuple[str, str]:
+    """(stdout, the analysis line on stderr) of ``nsightwrap report RUN ARGS``."""
+    with pytest.raises(SystemExit) as exc:
+        main(["report", str(run), *args])
+    assert exc.value.code in (0, None)
+    out, err = capsys.readouterr()
+    return out, next(ln for ln in err.splitlines() if ln.startswith("analysis: "))
+
+
+def test_first_report_stores_the_next_reads_it(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out1, line1 = report(capsys, run, "--format", "json", "--detail")
+    assert line1.startswith("analysis: computed (no stored analysis); stored in ") and line1.endswith("report.json.gz")
+    assert (run / "analysis" / "report.json.gz").is_file()
+    out2, line2 = report(capsys, run, "--format", "json", "--detail")
+    assert line2.startswith("analysis: stored (") and line2.endswith(", inputs unchanged)")
+    assert out2 == out1  # every row, read back exactly
+    # ... and the same as a fresh analysis of the run, row for row.
+    assert json.loads(out2) == json.loads(write_report_json(analyze(run), detail=True))
+    md_fresh, _ = report(capsys, run, "--format", "md", "--reanalyze")
+    md_stored, line = report(capsys, run, "--format", "md")
+    assert line.startswith("analysis: stored (") and md_stored == md_fresh
+
+
+def test_another_tolerance_or_clock_is_never_read_from_the_store(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report(capsys, run, "--format", "json")
+    out, line = report(capsys, run, "--format", "json", "--tolerance", "1")
+    assert line.startswith("analysis: recomputed (--tolerance 1% (stored: 10%))")
+    doc = json.loads(out)
+    assert doc["settings"]["tolerance"] == 0.01
+    assert [b["verdict"] for b in doc["benchmarks"]] == [b.verdict.value for b in analyze(run, tolerance=0.01).benchmarks]
+    _, line = report(capsys, run, "--format", "json", "--tolerance", "1")
+    assert line.startswith("analysis: stored (")
+    out, line = report(capsys, run, "--format", "json", "--tolerance", "1", "--clock-ref", "base")
+    assert line.startswith("analysis: recomputed (--clock-ref base (stored: plain))")
+    assert json.loads(out)["settings"]["clock_ref"] == "base"
+
+
+def test_a_changed_input_is_analysed_again(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, _ = report(capsys, run, "--format", "json")
+    before = {b["name"]: b["timer"]["median_ns"] for b in json.loads(out)["benchmarks"] if b["timer"]}
+    sidecar = next((run / "plain").glob("timer-*.json"))
+    doc = json.loads(sidecar.read_text())
+    for b in doc["benchmarks"]:  # every timing twice as long
+        b["samples_ns"] = [2 * v for v in b["samples_ns"]]
+    sidecar.write_text(json.dumps(doc))
+    out, line = report(capsys, run, "--format", "json")
+    assert line.startswith(f"analysis: recomputed (plain/{sidecar.name} changed)")
+    after = {b["name"]: b["timer"]["median_ns"] for b in json.loads(out)["benchmarks"] if b["timer"]}
+    assert after and all(after[k] == pytest.approx(2 * before[k]) for k in before)
+    # A file added to the run (another process's sidecar) counts too.
+    shutil.copy(sidecar, sidecar.with_name("timer-999999.json"))
+    _, line = report(capsys, run, "--format", "md")
+    assert line.startswith("analysis: recomputed (plain/timer-999999.json added)")
+
+
+def test_another_nsightwrap_or_a_broken_store_is_analysed_again(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report(capsys, run, "--format", "md")
+    path = run / "analysis" / "report.json.gz"
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    path.write_bytes(gzip.compress(json.dumps({**doc, "code": "another"}).encode()))
+    _, line = report(capsys, run, "--format", "md")
+    assert line.startswith("analysis: recomputed (nsightwrap's code changed)")
+    path.write_bytes(path.read_bytes()[:100])  # truncated: read as missing, never an error
+    _, line = report(capsys, run, "--format", "md")
+    assert line.startswith("analysis: computed (no stored analysis)")
+    _, line = report(capsys, run, "--format", "md", "--reanalyze")
+    assert line.startswith("analysis: recomputed (--reanalyze)")
+
+
+def test_a_run_directory_it_cannot_write_keeps_its_analysis_in_the_cache(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (run / "analysis").write_text("not a folder")  # the run directory's place cannot be made
+    _, line = report(capsys, run, "--format", "md")
+    cached = store_paths(run)[1]
+    assert line.endswith(f"stored in {cached}") and cached.is_relative_to(tmp_path / "cache")
+    _, line = report(capsys, run, "--format", "md")
+    assert line.startswith("analysis: stored (")
+
+
+def test_off_neither_stores_nor_reads(run: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(STORE_ENV, "off")
+    _, line = report(capsys, run, "--format", "md")
+    assert line == f"analysis: computed (not stored: {STORE_ENV} is off)"
+    assert not (run / "analysis").exists()
+
+
+def test_load_run_and_compare_read_the_stored_analysis(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import nsightwrap as nw
+
+    first = nw.load_run(run)
+    assert first.analysis.startswith("analysis: computed")
+    second = nw.load_run(run)
+    assert second.analysis.startswith("analysis: stored (") and second.result == first.result
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", str(run), str(run), "--metric", "ncu", "--format", "json", "--no-fail"])
+    assert exc.value.code in (0, None)
+    out, err = capsys.readouterr()
+    assert err.count(f"{run}: analysis: stored (") == 2
+    assert json.loads(out)["benchmarks"]
+    assert nw.load_run(run, tolerance=0.02).analysis.startswith("analysis: recomputed (--tolerance 2%")
+
+
+def test_profile_stores_its_analysis_for_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(STORE_ENV, "on")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    use_fakes(monkeypatch, tmp_path)
+    r = profile(capsys, "-o", "run", "--passes", "plain,nsys", "--no-checks", str(TARGET))
+    assert r.code == 0, r.err
+    assert (tmp_path / "run" / "analysis" / "report.json.gz").is_file()
+    _, line = report(capsys, tmp_path / "run", "--format", "md")
+    assert line.startswith("analysis: stored (") and line.endswith("inputs unchanged)")
