@@ -216,6 +216,8 @@ def patch_autotuner(mod: Any) -> None:
     if L is None or not L.run_dir or L.pass_name is None or getattr(mod, "_nsightwrap_patched", False):
         return
     T = _TUNERS = _TUNERS or Tuners(L)
+    if T.write not in L.after_write:
+        L.after_write.append(T.write)  # the choices so far, beside every sidecar write
     cls = getattr(mod, "Autotuner", None)
     init = getattr(cls, "__init__", None) if isinstance(cls, type) else None
     if cls is None or not callable(init):

@@ -197,6 +197,9 @@ class Layer:
         self._internal: dict[Any, bool] = {}  # code object -> library code (cached: on every record)
         self.windows_opened = 0  # event windows the layer kept (tests: none inside a plain do_bench)
         self._names: set[str] = set()
+        #: Called after each sidecar write: other records kept beside it (capture/autotune.py
+        #: adds its own when it patches triton's autotuner).
+        self.after_write: list[Any] = []
         self._seq = 0
         self._plain_ids: dict[str, dict[str, Any]] | None = None
 
@@ -416,11 +419,8 @@ class Layer:
 
             os.makedirs(os.path.dirname(path), exist_ok=True)
             write_json_atomic(path, doc, indent=1, allow_nan=False)
-            from nsightwrap.capture.autotune import tuners
-
-            T = tuners()
-            if T is not None:
-                T.write()  # the autotuners' choices so far, beside the sidecar
+            for also in self.after_write:  # what else is kept beside the sidecar (the autotuners' choices)
+                also()
             self.spacing.wrote(t0)
         except Exception as exc:  # noqa: BLE001 - a full disk must not stop the script
             self.errors.append({"where": "sidecar", "error": f"{type(exc).__name__}: {exc}"})

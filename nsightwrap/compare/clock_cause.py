@@ -16,13 +16,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from nsightwrap.compare.energy import Energy, EnergyVerdict
 from nsightwrap.compare.stats import Settings, pct_change
 
-if TYPE_CHECKING:
-    from nsightwrap.compare.verdicts import Samples
+
+class Samples(Protocol):
+    """What the clock's cause is read from on each side (``compare.verdicts.Samples`` has it)."""
+
+    @property
+    def clock_hz(self) -> float | None: ...
+
+    @property
+    def power_w(self) -> float | None: ...
+
+    @property
+    def throttle_reasons(self) -> tuple[str, ...] | None: ...
+
+    @property
+    def gpu_uuid(self) -> str | None: ...
 
 #: NVML clock event reasons (the timer's short names and nvidia-smi's long ones) that mean the
 #: GPU held its clock down to stay under its power limit.
