@@ -20,7 +20,7 @@ from nsightwrap.export import power_fmt as pf
 from nsightwrap.export import reportfmt as f
 
 # One colour per source, the same in every chart even when a source is missing.
-BAR_COLORS = {"timer": "#4c72b0", "ncu raw": "#dd8452", "ncu @ref": "#c44e52", "nsys kernels": "#55a868", "nsys busy": "#8172b3"}
+BAR_COLORS = {"timer": "#4c72b0", "ncu raw": "#dd8452", "ncu @clock": "#c44e52", "nsys kernels": "#55a868", "nsys busy": "#8172b3"}
 #: Waterfall bars: the timing longer than ncu, shorter, the residual, the whole gap.
 WATERFALL_COLORS = {"up": "#c44e52", "down": "#55a868", "residual": "#9a9a9a", "total": "#4c72b0"}
 #: Benchmarks named above the energy timeline at most (their spans are shaded all the same).
@@ -53,7 +53,7 @@ def bar_chart(b: BenchmarkResult) -> str | None:
     pairs = [
         ("timer", b.timer.median_ns if b.timer else None),
         ("ncu raw", b.ncu.median_ns if b.ncu else None),
-        ("ncu @ref", b.ncu.normalized_ns if b.ncu else None),
+        ("ncu @clock", b.ncu_at_ratio_ns),
         ("nsys kernels", b.nsys.median_ns if b.nsys else None),
         ("nsys busy", b.nsys.busy_median_ns if b.nsys else None),
     ]
@@ -77,7 +77,7 @@ def bar_chart(b: BenchmarkResult) -> str | None:
     ax.set_xlabel("us, median per iteration")
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title(
-        f"{f.label(b)}: {f.verdict_text(b.verdict)}" + (f", ratio {f.ratio(b.ratio)}" if b.ratio is not None else ""),
+        f"{f.label(b)}: {f.verdict_text(b.verdict)}" + (f", ratio {f.ratio(b.ratio)} @ {f.ratio_clock(b)}" if b.ratio is not None else ""),
         fontsize=9,
         loc="left",
         color=f.verdict_color(b.verdict),

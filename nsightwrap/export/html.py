@@ -44,7 +44,7 @@ td.kernel{text-align:left;max-width:560px;white-space:normal}
 td.kernel .full{display:block;font-family:ui-monospace,Menlo,monospace;font-size:12px;color:#555;overflow-wrap:anywhere}
 tr.flagrow td{background:#fdf0f0} tr.newiter td{border-top:2px solid #888}
 .flagged{color:#b00;font-weight:bold} .unexplained{color:#a0a;font-weight:bold} .explained{color:#077}
-.ok{color:#080} .other{color:#a60} tr.unexplrow td{background:#fbf0fb}
+.ok{color:#080} .other{color:#a60} .noisy{color:#a60} tr.unexplrow td{background:#fbf0fb}
 .cause{margin:0.3em 0 0.8em 1em;padding-left:0.8em;border-left:3px solid #d88}
 .ev{color:#555;font-size:13px;font-family:ui-monospace,monospace;margin:0.2em 0}
 .ev span{white-space:nowrap;margin-right:1.2em;display:inline-block}
@@ -122,9 +122,13 @@ def _kv_table(items: list[tuple[str, str]]) -> str:
     return f"<table class='kv'><tbody>{rows}</tbody></table>"
 
 
-def _verdict(b: BenchmarkResult) -> str:
+def _verdict(b: BenchmarkResult, mark: bool = False) -> str:
+    """The verdict's word in its colour; with ``mark``, the noise mark beside it."""
     cls = f.verdict_class(b.verdict) if b.verdict in f.VERDICT_COLOR else "other"
-    return f'<span class="{cls}">{esc(f.verdict_text(b.verdict))}</span>'
+    noisy = f.noisy_text(b) if mark else ""
+    return f'<span class="{cls}">{esc(f.verdict_text(b.verdict))}</span>' + (
+        f' <span class="noisy">({esc(noisy)})</span>' if noisy else ""
+    )
 
 
 def _kernel_cell(k: KernelTiming) -> str:
@@ -184,7 +188,7 @@ def render_html(result: RunResult, *, max_charts: int = MAX_CHARTS, max_waterfal
             esc(f.label(b)),
             *([esc(f.gpu_tag(b, full=True))] if gpu else []),
             *f.summary_numbers(b),
-            _verdict(b),
+            _verdict(b, mark=True),
             str(len(b.notes)) if b.notes else "",
         ]
         for b in ordered
@@ -199,7 +203,7 @@ def render_html(result: RunResult, *, max_charts: int = MAX_CHARTS, max_waterfal
         parts.append(f"<h2>{esc(f.look_title(look))}</h2>")
         for b in look:
             parts.append(
-                f"<h3>{esc(f.label(b))}</h3><p>{_verdict(b)}: ratio {f.ratio(b.ratio)} (at ncu's own clock {f.ratio(b.ratio_raw)}), "
+                f"<h3>{esc(f.label(b))}</h3><p>{_verdict(b)}: {esc(f.ratio_line(b))}; "
                 f"reference clock {f.clock_hz(b.ref_clock_hz)} ({esc(b.ref_clock_source)})</p>"
             )
             for cause in b.causes:

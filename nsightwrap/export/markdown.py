@@ -60,7 +60,8 @@ def _summary(result: RunResult) -> list[str]:
                 md_cell(f.label(b)),
                 *([md_cell(f.gpu_tag(b, full=True))] if gpu else []),
                 *f.summary_numbers(b),
-                f"**{f.verdict_text(b.verdict)}**" if b.causes else f.verdict_text(b.verdict),
+                (f"**{f.verdict_text(b.verdict)}**" if b.causes else f.verdict_text(b.verdict))
+                + (f" ({f.noisy_text(b)})" if b.noisy else ""),
             ]
         )
     header = ["benchmark", *(["GPU"] if gpu else []), *f.SUMMARY_NUMBER_HEADERS, "verdict"]
@@ -68,7 +69,7 @@ def _summary(result: RunResult) -> list[str]:
 
 
 def _flagged(b: BenchmarkResult) -> list[str]:
-    out = [f"### {md_cell(f.label(b))}", "", f"**{f.verdict_text(b.verdict)}**: ratio {f.ratio(b.ratio)} (at ncu's own clock {f.ratio(b.ratio_raw)}), "
+    out = [f"### {md_cell(f.label(b))}", "", f"**{f.verdict_text(b.verdict)}**: {md_cell(f.ratio_line(b))}; "
            f"reference clock {f.clock_hz(b.ref_clock_hz)} ({md_cell(b.ref_clock_source)})", ""]  # fmt: skip
     for c in b.causes:
         ev = ", ".join(md_cell(f.evidence_item(k, v)) for k, v in c.evidence.items() if v is not None)
