@@ -316,7 +316,7 @@ def reconcile(
     noisy = spread is not None and spread > tolerance and verdict not in (Verdict.NO_NCU, Verdict.NO_DATA)
     if noisy and timer is not None:
         notes.append(
-            f"the timer's samples spread widely: their interquartile range is {spread:.0%} of the median "
+            f"the timer's samples spread widely: their interquartile range is {spread:.1%} of the median "
             f"(n={timer.n}), over the {tolerance:.0%} tolerance, so the verdict cannot be trusted to {tolerance:.0%}"
         )
     op_sum = overlap_ns(nsys)

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from nsightwrap.analysis.model import BenchmarkResult, RunResult
+from nsightwrap.analysis.model import Verdict as Verdict_
 from nsightwrap.compare.verdicts import Comparison, Verdict
 from nsightwrap.device.result import GROUPS, DeviceFile
 from nsightwrap.export import device_text as t
@@ -117,15 +119,141 @@ def _kernels(b: BenchmarkResult) -> list[str]:
 
 #: GitHub's limit on an issue or comment body, in characters.
 GITHUB_LIMIT = 65_536
+#: Characters kept free for the line that says what was cut.
+_CUT_NOTE_ROOM = 1_000
+
+
+@dataclass(frozen=True)
+class _Section:
+    """One part of the report that the cut may shorten: a heading and blocks (one per benchmark,
+    note or table), kept whole or left out, the first ones first."""
+
+    what: str  # how the cut line names it whole: "the per-kernel details"
+    part: str  # and in part: "the per-kernel details of {left} of {all} benchmarks"
+    head: tuple[str, ...]
+    blocks: tuple[tuple[str, ...], ...]
+
+
+def _size(lines: Sequence[str]) -> int:
+    return sum(len(x) + 1 for x in lines)
+
+
+def _sections(result: RunResult) -> dict[str, _Section]:
+    """The parts of the report, by name, each with the blocks a cut keeps or drops."""
+    look = f.to_look_at(result)
+    explained = [b for b in result.benchmarks if b.verdict is Verdict_.EXPLAINED and b.causes]
+    notes = [f"- run: {md_cell(n)}" for n in result.notes]
+    notes += [f"- **{md_cell(f.label(b))}**: {md_cell(n)}" for b in result.benchmarks for n in b.notes]
+    with_gap = f.by_verdict([b for b in result.benchmarks if b.gap is not None])
+    roof = roofline_markdown(result)
+    power = power_markdown(result)
+    kernels = [_kernels(b) for b in f.worst_first(result.benchmarks)]
+    return {
+        "look": _Section(
+            "the causes of the flagged and unexplained benchmarks",
+            "the causes of {left} of {all} flagged or unexplained benchmarks", (f"## {f.look_title(look)}", "") if look else (),
+            tuple(tuple(_flagged(b)) for b in look),
+        ),
+        "explained": _Section(
+            "the causes of the explained benchmarks", "the causes of {left} of {all} explained benchmarks", ("## Explained benchmarks", "") if explained else (),
+            tuple(tuple(_flagged(b)) for b in explained),
+        ),
+        # Notes come before the long tables: they hold findings that are not flags (overlap, DRAM-bound).
+        "notes": _Section("the notes", "{left} of {all} notes", ("## Notes", "") if notes else (), tuple((n,) for n in notes) + (("",),) if notes else ()),
+        "gap": _Section("the gap section", "the gap tables of {left} of {all} benchmarks", tuple(_GAP_HEAD) if with_gap else (),
+                        tuple(tuple(_gap_table(b)) for b in with_gap)),
+        "roofline": _Section("the roofline section", "the roofline section", (), (tuple(roof),) if roof else ()),
+        "power": _Section("the energy and power section", "the energy and power section", (), (tuple(power),) if power else ()),
+        "kernels": _Section(
+            "the per-kernel details", "the per-kernel details of {left} of {all} benchmarks", ("## Per-kernel details", "") if any(kernels) else (),
+            tuple(tuple(k) for k in kernels if k),
+        ),
+    }  # fmt: skip
+
+
+#: Sections in the order a cut keeps them (the summary, environment and command always stay).
+CUT_PRIORITY = ("look", "explained", "notes", "gap", "roofline", "power", "kernels")
+#: Sections in the order the report shows them.
+_SHOWN = ("look", "explained", "notes", "gap", "roofline", "power")
+
+
+def _essentials(result: RunResult, summary_rows: Sequence[BenchmarkResult] | None = None) -> tuple[list[str], list[str]]:
+    """The report's head (count line, summary, shards) and tail (environment, command), never cut."""
+    s = result.settings
+    head = [
+        "# nsightwrap report",
+        "",
+        f"{md_cell(f.count_text(result.benchmarks))}; tolerance {s.tolerance:.0%}; {md_cell(f.clock_text(result))}.",
+        "",
+    ]
+    if not result.timer_found:
+        head += ["No in-process timings were found: benchmarks come from the target's own NVTX ranges.", ""]
+    rows = result if summary_rows is None else replace(result, benchmarks=tuple(summary_rows))
+    head += ["## Summary", "", *_summary(rows), ""]
+    head += shard_sections(result)
+    tail = ["## Environment", "", *_environment(result), ""]
+    if result.environment.command:
+        tail += ["## Reproduce", "", "```sh", shlex.join(result.environment.command), "```", ""]
+    return head, tail
+
+
+def _assemble(head: list[str], tail: list[str], secs: dict[str, _Section], kept: dict[str, int], cut: list[str]) -> str:
+    out = list(head)
+    if cut:
+        out[4:4] = [f"> {cut[0]}", ""]
+    for name in _SHOWN:
+        sec, n = secs[name], kept.get(name, 0)
+        if n:
+            out += [*sec.head, *(line for blk in sec.blocks[:n] for line in blk)]
+    out += tail
+    sec, n = secs["kernels"], kept.get("kernels", 0)
+    if n:
+        out += [*sec.head, *(line for blk in sec.blocks[:n] for line in blk)]
+    return "\n".join(out)
 
 
 @exporter("report", "md")
 def render_markdown(result: RunResult, limit: int | None = GITHUB_LIMIT) -> str:
     """The report as GitHub-flavoured Markdown, cut to fit ``limit`` characters (None: the whole
-    report): then the worst benchmarks come first and the text says what it left out."""
-    full = render_full_markdown(result)
+    report). The cut keeps by priority (``CUT_PRIORITY``): the summary, then every flagged and
+    unexplained benchmark's causes and fixes, the explained ones', the notes, the gap, roofline
+    and power sections, then the per-kernel details; a line under the count line says what was
+    left out and how to get it."""
+    secs = _sections(result)
+    head, tail = _essentials(result)
+    every = {name: len(sec.blocks) for name, sec in secs.items()}
+    full = _assemble(head, tail, secs, every, [])
     if limit is None or len(full) <= limit:
         return full
+    budget = limit - _size(head) - _size(tail) - _CUT_NOTE_ROOM
+    kept: dict[str, int] = {}
+    left: list[str] = []
+    for name in CUT_PRIORITY:
+        sec = secs[name]
+        if not sec.blocks:
+            continue
+        n = 0
+        if not left and budget >= _size(sec.head):
+            room = budget - _size(sec.head)
+            while n < len(sec.blocks) and _size(sec.blocks[n]) <= room:
+                room -= _size(sec.blocks[n])
+                n += 1
+            if n:
+                budget = room
+        kept[name] = n
+        if n < len(sec.blocks):
+            left.append(sec.part.format(left=len(sec.blocks) - n, all=len(sec.blocks)) if n else sec.what)
+    if budget < 0 or kept.get("look", 0) < len(secs["look"].blocks):
+        return _compact_fit(result, limit)  # not even the causes fit: a run of thousands of benchmarks
+    whose = "GitHub's " if limit == GITHUB_LIMIT else "the "
+    note = (
+        f"Cut to fit {whose}{limit:,}-character limit (the whole report has {len(full):,}): left out "
+        f"{'; '.join(left)}. The whole report: `nsightwrap report RUN --format md --full`, or `--format json` / `--format html`."
+    )
+    return _assemble(head, tail, secs, kept, [note])
+
+
+def _compact_fit(result: RunResult, limit: int) -> str:
     k = min(len(result.benchmarks), 200)
     while True:
         text = _compact(result, k, k // 4)
@@ -164,37 +292,7 @@ def _compact(result: RunResult, k: int, d: int) -> str:
 
 def render_full_markdown(result: RunResult) -> str:
     """The whole report as GitHub-flavoured Markdown."""
-    s = result.settings
-    look = f.to_look_at(result)
-    out = [
-        "# nsightwrap report",
-        "",
-        f"{md_cell(f.count_text(result.benchmarks))}; tolerance {s.tolerance:.0%}; {md_cell(f.clock_text(result))}.",
-        "",
-    ]
-    if not result.timer_found:
-        out += ["No in-process timings were found: benchmarks come from the target's own NVTX ranges.", ""]
-    out += ["## Summary", "", *_summary(result), ""]
-    out += shard_sections(result)
-    if look:
-        out += [f"## {f.look_title(look)}", ""]
-        for b in look:
-            out += _flagged(b)
-    # Notes come before the long tables: they hold findings that are not flags (overlap, DRAM-bound).
-    notes = [f"run: {md_cell(n)}" for n in result.notes]
-    notes += [f"**{md_cell(f.label(b))}**: {md_cell(n)}" for b in result.benchmarks for n in b.notes]
-    if notes:
-        out += ["## Notes", "", *(f"- {n}" for n in notes), ""]
-    out += gap_markdown(result)
-    out += roofline_markdown(result)
-    out += power_markdown(result)
-    out += ["## Environment", "", *_environment(result), ""]
-    if result.environment.command:
-        out += ["## Reproduce", "", "```sh", shlex.join(result.environment.command), "```", ""]
-    details = [line for b in result.benchmarks for line in _kernels(b)]
-    if details:
-        out += ["## Per-kernel details", "", *details]
-    return "\n".join(out)
+    return render_markdown(result, limit=None)
 
 
 # ------------------------------------------------------------------ the report's sections
@@ -231,18 +329,21 @@ def _gap_table(b: BenchmarkResult) -> list[str]:
     ]
 
 
+_GAP_HEAD = (
+    "## Where the gap comes from",
+    "",
+    "timer - ncu (ncu at its own clocks), split into parts measured in this run; they add up, residual included.",
+    "",
+)
+
+
 def gap_markdown(result: RunResult) -> list[str]:
     """``## Where the gap comes from``: a folded table per benchmark with a decomposition."""
     with_gap = [b for b in result.benchmarks if b.gap is not None]
     if not with_gap:
         return []
     ordered = f.by_verdict(with_gap)  # worst verdict first
-    out = [
-        "## Where the gap comes from",
-        "",
-        "timer - ncu (ncu at its own clocks), split into parts measured in this run; they add up, residual included.",
-        "",
-    ]
+    out = list(_GAP_HEAD)
     for b in ordered:
         out += _gap_table(b)
     return out

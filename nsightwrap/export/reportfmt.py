@@ -288,13 +288,13 @@ def spread(b: BenchmarkResult) -> str:
 
 
 def noisy_text(b: BenchmarkResult) -> str:
-    """``noisy: IQR 18%`` for a benchmark whose samples spread wider than the tolerance, else ``""``."""
+    """``noisy: IQR 18.4%`` for a benchmark whose samples spread wider than the tolerance, else ``""``."""
     sp = b.timer.spread if b.timer is not None else None
-    return f"noisy: IQR {sp:.0%}" if b.noisy and sp is not None else ""
+    return f"noisy: IQR {sp:.1%}" if b.noisy and sp is not None else ""
 
 
 def verdict_cell(b: BenchmarkResult) -> str:
-    """The verdict's word, with the noise mark beside it: ``ok (noisy: IQR 18%)``."""
+    """The verdict's word, with the noise mark beside it: ``ok (noisy: IQR 18.4%)``."""
     mark = noisy_text(b)
     return verdict_text(b.verdict) + (f" ({mark})" if mark else "")
 

@@ -172,7 +172,7 @@ def summary_table(result: RunResult, width: int | None = None, max_rows: int | N
 
 
 def _noisy_mark(b: BenchmarkResult) -> tuple[str, str]:
-    """`` (noisy: IQR 18%)`` in yellow beside the verdict, or nothing."""
+    """`` (noisy: IQR 18.4%)`` in yellow beside the verdict, or nothing."""
     mark = f.noisy_text(b)
     return (f" ({mark})", "yellow") if mark else ("", "")
 
@@ -271,7 +271,7 @@ def print_roofline(result: RunResult, console: Console) -> None:
         tab.add_row(*(Text(r[i]) for i in keep))
     console.print(tab)
     if len(keep) < len(rt.HEADERS):
-        console.print(Text("  rates at ncu's median kernel time (at the loop's measured clock where there is one) where ncu "
+        console.print(Text("  rates at ncu's median kernel time (at the loop's clock from nsys GPU metrics or timer stamps where there is one) where ncu "
                  "profiled the benchmark, else the timer's; a point above its roof is 'inconsistent'"), style="dim")
     for who, why in rt.reasons(result):
         console.print(Text(f"  {who}: {why}"), style="dim")
