@@ -161,7 +161,7 @@ def _sections(result: RunResult) -> dict[str, _Section]:
         # Notes come before the long tables: they hold findings that are not flags (overlap, DRAM-bound).
         "notes": _Section("the notes", "{left} of {all} notes", ("## Notes", "") if notes else (), tuple((n,) for n in notes) + (("",),) if notes else ()),
         "gap": _Section("the gap section", "the gap tables of {left} of {all} benchmarks", tuple(_GAP_HEAD) if with_gap else (),
-                        tuple(tuple(_gap_table(b)) for b in with_gap)),
+                        tuple(tuple(_gap_table(b, b.verdict in f.TO_LOOK_AT)) for b in with_gap)),
         "roofline": _Section("the roofline section", "the roofline section", (), (tuple(roof),) if roof else ()),
         "power": _Section("the energy and power section", "the energy and power section", (), (tuple(power),) if power else ()),
         "kernels": _Section(
@@ -298,17 +298,23 @@ def render_full_markdown(result: RunResult) -> str:
 # ------------------------------------------------------------------ the report's sections
 
 
-def _gap_table(b: BenchmarkResult) -> list[str]:
+def _gap_table(b: BenchmarkResult, causes_above: bool = False) -> list[str]:
+    """The gap's parts, residual and total, folded; with ``causes_above`` a part already listed
+    as one of ``b``'s causes says so instead of repeating its message, evidence and fix."""
     gap = b.gap
     assert gap is not None
     rows = [
         "| part | time | of the timing | measured from | fix |",
         "| --- | ---: | ---: | --- | --- |",
     ]
+    listed = {c.message for c in b.causes} if causes_above else set()
     for p in gap.parts:
+        name = f"**{md_cell(g.label(p))}**" if p.actionable else md_cell(g.label(p))
+        if p.message and p.message in listed:
+            rows.append(f"| {name} | {g.signed_us(p.ns)} | {g.share(p.ns, gap)} | {md_cell(p.cause)}: listed with its evidence and fix above | |")
+            continue
         ev = ", ".join(md_cell(e) for e in g.evidence_items(p.evidence))
         what = md_cell(p.message) + (f" ({ev})" if ev else "")
-        name = f"**{md_cell(g.label(p))}**" if p.actionable else md_cell(g.label(p))
         rows.append(f"| {name} | {g.signed_us(p.ns)} | {g.share(p.ns, gap)} | {what} | {md_cell(p.fix)} |")
     rows.append(
         f"| residual | {g.signed_us(gap.residual_ns)} | {g.share(gap.residual_ns, gap)} | no measurement | |"
