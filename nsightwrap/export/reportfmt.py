@@ -16,7 +16,6 @@ from nsightwrap.analysis.model import (
 )
 from nsightwrap.export.escape import terminal_safe
 
-
 #: Clock sources that read the SM clock on the GPU itself while the benchmark ran: nsys GPU
 #: metrics, the timer's stamps (clock64 against globaltimer) or its clock probe. This is what
 #: "measured on the GPU" means in every report; a clock given with --clock-ref is "given".
