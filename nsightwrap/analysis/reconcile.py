@@ -305,8 +305,8 @@ def reconcile(
         gap = replace(gap, measurements={**gap.measurements, "verdict_reason": reason})
         # One ratio per benchmark: the one the verdict used, at the clock the decomposition
         # carried ncu's kernels to (none where it kept ncu's clocks, e.g. a contradicted one).
-        if (at := _verdict_ratio(gap)) is not None:
-            ratio, ratio_clock_hz, ncu_at_ratio_ns = at
+        if (judged := _verdict_ratio(gap)) is not None:
+            ratio, ratio_clock_hz, ncu_at_ratio_ns = judged
         if verdict is Verdict.OK and ratio_raw is not None and ratio is not None and abs(ratio_raw - 1) > tolerance:
             notes.append(
                 f"clock normalization closed the gap: {ratio_raw:.2f}x at ncu's clock, {ratio:.2f}x at "
