@@ -159,7 +159,7 @@ def _sections(result: RunResult) -> dict[str, _Section]:
             tuple(tuple(_flagged(b)) for b in explained),
         ),
         # Notes come before the long tables: they hold findings that are not flags (overlap, DRAM-bound).
-        "notes": _Section("the notes", "{left} of {all} notes", ("## Notes", "") if notes else (), tuple((n,) for n in notes) + (("",),) if notes else ()),
+        "notes": _Section("the notes", "{left} of {all} notes", ("## Notes", "") if notes else (), tuple((n,) for n in notes)),
         "gap": _Section("the gap section", "the gap tables of {left} of {all} benchmarks", tuple(_GAP_HEAD) if with_gap else (),
                         tuple(tuple(_gap_table(b, b.verdict in f.TO_LOOK_AT)) for b in with_gap)),
         "roofline": _Section("the roofline section", "the roofline section", (), (tuple(roof),) if roof else ()),
@@ -177,7 +177,7 @@ CUT_PRIORITY = ("look", "explained", "notes", "gap", "roofline", "power", "kerne
 _SHOWN = ("look", "explained", "notes", "gap", "roofline", "power")
 
 
-def _essentials(result: RunResult, summary_rows: Sequence[BenchmarkResult] | None = None) -> tuple[list[str], list[str]]:
+def _essentials(result: RunResult) -> tuple[list[str], list[str]]:
     """The report's head (count line, summary, shards) and tail (environment, command), never cut."""
     s = result.settings
     head = [
@@ -188,8 +188,7 @@ def _essentials(result: RunResult, summary_rows: Sequence[BenchmarkResult] | Non
     ]
     if not result.timer_found:
         head += ["No in-process timings were found: benchmarks come from the target's own NVTX ranges.", ""]
-    rows = result if summary_rows is None else replace(result, benchmarks=tuple(summary_rows))
-    head += ["## Summary", "", *_summary(rows), ""]
+    head += ["## Summary", "", *_summary(result), ""]
     head += shard_sections(result)
     tail = ["## Environment", "", *_environment(result), ""]
     if result.environment.command:
@@ -197,18 +196,24 @@ def _essentials(result: RunResult, summary_rows: Sequence[BenchmarkResult] | Non
     return head, tail
 
 
-def _assemble(head: list[str], tail: list[str], secs: dict[str, _Section], kept: dict[str, int], cut: list[str]) -> str:
+def _assemble(head: list[str], tail: list[str], secs: dict[str, _Section], kept: dict[str, int], cut: str) -> str:
+    """The report: ``head``, the first ``kept[name]`` blocks of each section in the order shown,
+    ``tail``, the per-kernel details last; ``cut`` (what was left out) under the count line."""
     out = list(head)
     if cut:
-        out[4:4] = [f"> {cut[0]}", ""]
-    for name in _SHOWN:
+        out[4:4] = [f"> {cut}", ""]
+
+    def add(name: str) -> None:
         sec, n = secs[name], kept.get(name, 0)
         if n:
-            out += [*sec.head, *(line for blk in sec.blocks[:n] for line in blk)]
+            out.extend([*sec.head, *(line for blk in sec.blocks[:n] for line in blk)])
+            if out[-1]:
+                out.append("")  # a list's end, before the next heading
+
+    for name in _SHOWN:
+        add(name)
     out += tail
-    sec, n = secs["kernels"], kept.get("kernels", 0)
-    if n:
-        out += [*sec.head, *(line for blk in sec.blocks[:n] for line in blk)]
+    add("kernels")
     return "\n".join(out)
 
 
@@ -222,7 +227,7 @@ def render_markdown(result: RunResult, limit: int | None = GITHUB_LIMIT) -> str:
     secs = _sections(result)
     head, tail = _essentials(result)
     every = {name: len(sec.blocks) for name, sec in secs.items()}
-    full = _assemble(head, tail, secs, every, [])
+    full = _assemble(head, tail, secs, every, "")
     if limit is None or len(full) <= limit:
         return full
     budget = limit - _size(head) - _size(tail) - _CUT_NOTE_ROOM
@@ -250,7 +255,7 @@ def render_markdown(result: RunResult, limit: int | None = GITHUB_LIMIT) -> str:
         f"Cut to fit {whose}{limit:,}-character limit (the whole report has {len(full):,}): left out "
         f"{'; '.join(left)}. The whole report: `nsightwrap report RUN --format md --full`, or `--format json` / `--format html`."
     )
-    return _assemble(head, tail, secs, kept, [note])
+    return _assemble(head, tail, secs, kept, note)
 
 
 def _compact_fit(result: RunResult, limit: int) -> str:
