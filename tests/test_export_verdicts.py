@@ -83,7 +83,8 @@ def test_terminal_words_styles_order_and_count(result: RunResult) -> None:
     names = [r.split("│")[1].strip() for r in rows]
     assert names[:7] == ["mm_small", "add_small", "mm_skinny", "softmax_mlp", "mm_large", "two_streams", "copy_1g"]
     verdicts = [r.rstrip().rstrip("│").split("│")[-1].strip() for r in rows[:7]]
-    assert verdicts == ["flagged", "unexplained", "explained", "explained", "ok", "ok", "no timer"]
+    assert [v.split(" (noisy")[0] for v in verdicts] == ["flagged", "unexplained", "explained", "explained", "ok", "ok", "no timer"]
+    assert verdicts[1] == "unexplained (noisy: IQR 18.4%)"  # its samples spread wider than the tolerance
     assert "FLAGGED" not in plain
     # ok green (32), explained cyan (36), flagged red (31), unexplained magenta (35), others yellow (33).
     for word, colour in (("ok", "32"), ("explained", "36"), ("flagged", "31"), ("unexplained", "35"), ("no timer", "33")):
@@ -214,15 +215,15 @@ def test_terminal_cut_to_the_worst_says_what_it_left_out(result: RunResult) -> N
 
 
 def test_every_format_says_which_clock_the_ratios_are_at() -> None:
-    """The footer counts the benchmarks whose ratio is at a clock measured on the GPU and those at
-    ncu's own clock (the sweep: nsys slowed one loop too much for its clock to be the plain
+    """The footer counts the benchmarks whose verdict's ratio is at a clock measured on the GPU and
+    those at ncu's own clocks (the sweep: nsys slowed one loop too much for its clock to be the plain
     pass's), from the benchmarks' own sources, and says it in every format."""
     sweep = analyze(RUN.parent / "h200-sweep")
     rated = [b for b in sweep.benchmarks if b.ratio is not None]
-    gpu = sum(1 for b in rated if b.ref_clock_source and "nsys GPU metrics" in b.ref_clock_source)
-    own = sum(1 for b in rated if b.ref_clock_hz is None)
+    gpu = sum(1 for b in rated if b.ratio_clock_hz is not None and "nsys GPU metrics" in b.ref_clock_source)
+    own = sum(1 for b in rated if b.ratio_clock_hz is None)
     assert gpu >= 1 and own >= 1 and gpu + own == len(rated)
-    want = f"each benchmark's reference clock ({gpu} measured on the GPU, {own} ncu's own)"
+    want = f"the clock each verdict used ({gpu} at a clock measured on the GPU, {own} at ncu's own clocks)"
     assert want in f.clock_text(sweep)
     console = Console(file=io.StringIO(), width=400, color_system=None)
     print_report(sweep, console)

@@ -207,3 +207,37 @@ def test_roofline_points_name_their_benchmark_on_hover(browser: Any, report_html
         """
     )
     assert hit, p
+
+
+def test_clock_chart_has_its_caption_and_each_benchmark_span(browser: Any, tmp_path: Path) -> None:
+    """The plain pass's clock chart, as the browser lays it out: a caption under it that says what
+    is drawn and where the samples come from, and each benchmark's span shaded and named on it (the
+    clock-sweep run's benchmarks carry their spans); the example run, whose benchmarks carry none,
+    says so in its caption."""
+    sweep = ROOT / "fixtures" / "runs" / "h200-clock-sweep"
+    names = [b["name"] for b in json.loads(next((sweep / "plain").glob("timer-*.json")).read_text())["benchmarks"]]
+    for run, spans in ((sweep, names), (RUN, [])):
+        out = tmp_path / f"{run.name}.html"
+        r = subprocess.run([sys.executable, "-m", "nsightwrap", "report", str(run), "-f", "html", "-o", str(out)],
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        browser.get(out.as_uri())
+        fig = browser.execute_script(
+            """
+            const f = document.querySelector('figure.timeline');
+            if (!f) return null;
+            const svg = f.querySelector('div.chart > svg');
+            const r = svg.getBoundingClientRect();
+            return {caption: f.querySelector('figcaption').textContent, w: r.width, h: r.height,
+                    text: [...svg.querySelectorAll('text')].map(t => t.textContent),
+                    captionBelow: f.querySelector('figcaption').getBoundingClientRect().top >= r.bottom - 1};
+            """
+        )
+        assert fig is not None, f"{run.name}: no clock chart with a caption"
+        assert fig["w"] > 200 and fig["h"] > 100 and fig["captionBelow"], fig
+        assert "nvidia-smi samples" in fig["caption"] and "plain pass" in fig["caption"], fig["caption"]
+        if spans:
+            assert f"shaded and named ({len(spans)} of {len(spans)} benchmarks" in fig["caption"], fig["caption"]
+            assert all(n in fig["text"] for n in spans), fig["text"]
+        else:
+            assert "No benchmark's time span is known in this run" in fig["caption"], fig["caption"]

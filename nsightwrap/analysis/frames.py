@@ -43,7 +43,7 @@ BENCHMARK_COLUMNS: dict[str, str] = {
     "ref_clock_hz": "the reference SM clock every duration is compared at",
     "ref_clock_source": "where the reference clock came from: `plain (nvml)`, `plain (probe)`, "
     "`plain (nvidia-smi samples)`, `boost`, `base`, `given` (`--clock-ref HZ`) or `none`",
-    "ratio": "timer median / ncu at the reference clock",
+    "ratio": "timer median / ncu at the clock the verdict used (ncu's own where no clock part carried it)",
     "ratio_raw": "timer median / ncu at the clocks ncu measured",
 }
 

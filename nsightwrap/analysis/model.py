@@ -6,6 +6,7 @@ Exporters format these; they never compute new numbers.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -170,6 +171,14 @@ class TimerStats:
     #: Reason codes of the timer (``nsightwrap.timer.result.Reason``).
     reasons: tuple[str, ...] = ()
 
+    @property
+    def spread(self) -> float | None:
+        """The interquartile range over the median (0.05: the middle half of the samples spans 5%
+        of the median); None with fewer than 2 samples, where there is no spread to measure."""
+        if self.n < 2 or not self.median_ns or not math.isfinite(self.iqr_ns) or not math.isfinite(self.median_ns):
+            return None
+        return self.iqr_ns / abs(self.median_ns)
+
     def __repr__(self) -> str:
         return f"TimerStats(median {_ns(self.median_ns)}, n={self.n}, clock {_hz(self.sm_clock_hz)})"
 
@@ -255,7 +264,9 @@ class BenchmarkResult:
     nsys: NsysStats | None
     ref_clock_hz: float | None
     ref_clock_source: str
-    ratio: float | None  # timer median / ncu normalized to the reference clock
+    #: Timer median / ncu at the clock the verdict used: ncu's kernels carried to the loop's clock
+    #: where the gap's ``clock`` part did so (``ratio_clock_hz``), else ncu's own clocks.
+    ratio: float | None
     ratio_raw: float | None  # timer median / ncu at the clocks ncu measured
     verdict: Verdict
     causes: tuple[Cause, ...]
@@ -280,6 +291,13 @@ class BenchmarkResult:
     clock: MeasuredClock | None = None
     #: Launches of one op per window when a window holds several (an amortized loop), else 1.
     launches_per_window: int = 1
+    #: The SM clock ``ratio`` is at (the loop's clock the verdict carried ncu's kernels to; None:
+    #: ncu's own clocks, as ``ratio_raw``) and ncu's time per call at that clock (ns).
+    ratio_clock_hz: float | None = None
+    ncu_at_ratio_ns: float | None = None
+    #: The timer's samples spread wider than the tolerance (interquartile range over the median):
+    #: the verdict cannot be trusted to that tolerance.
+    noisy: bool = False
 
     def __repr__(self) -> str:
         ratio = "-" if self.ratio is None else f"{self.ratio:.3f}"

@@ -26,12 +26,14 @@ from nsightwrap.analysis.gap import (
     judge,
 )
 from nsightwrap.analysis.gap.limits import DeviceLimits
+from nsightwrap.analysis.gap.verdict import ratio_at_clock
 from nsightwrap.analysis.iterations import ITER_PATH, ncu_stats_all, nsys_iterations, nsys_stats_all
 from nsightwrap.analysis.model import (
     BenchmarkResult,
     Cause,
     CauseCode,
     ClockModel,
+    Gap,
     NcuStats,
     NsysStats,
     TimerStats,
@@ -134,6 +136,19 @@ def _mode(values: Sequence[int]) -> int | None:
 
 
 
+def _verdict_ratio(gap: Gap) -> tuple[float, float | None, float] | None:
+    """(ratio, the SM clock it is at, ncu's time per call at that clock) as the verdict took them:
+    ncu plus the gap's ``clock`` part (``verdict.ratio_at_clock``). The clock is None where no
+    clock part carried ncu's kernels anywhere (ncu's own clocks: no reference clock, or one the
+    kernels' own durations contradicted). None where the gap has no ncu time."""
+    at = ratio_at_clock(gap)
+    if at is None or gap.ncu_ns is None:
+        return None
+    clock = next((p for p in gap.parts if p.cause == "clock"), None)
+    hz = clock.evidence.get("loop_clock_hz") if clock is not None else None
+    return at, (float(hz) if hz else None), gap.ncu_ns + (clock.ns if clock is not None else 0.0)
+
+
 def disagreement(ncu: NcuStats | None, nsys: NsysStats | None) -> Cause | None:
     """``extra_or_missing_kernels`` when ncu and nsys disagree about the kernels of an iteration."""
     if ncu is None or nsys is None:
@@ -219,10 +234,12 @@ def reconcile(
     nsys, calls, per_call_note = _per_call_view(timer, ncu, nsys)
     if per_call_note:
         notes.append(per_call_note)
-    ratio = ratio_raw = None
+    ratio = ratio_raw = ratio_clock_hz = ncu_at_ratio_ns = None
     if timer is not None and ncu is not None and n_ncu and ncu.normalized_ns and ncu.median_ns:
         ratio = timer.median_ns / ncu.normalized_ns
         ratio_raw = timer.median_ns / ncu.median_ns
+        # At the reference clock until the verdict says which clock it used (below).
+        ratio_clock_hz, ncu_at_ratio_ns = ref_clock_hz, ncu.normalized_ns
     if timer is not None and timer.kernel_ns is not None:
         # The three readings of one call side by side: CUDA events (window), CUPTI (kernels only), ncu.
         ncu_part = f", ncu {_us(ncu.median_ns)}" if ncu is not None and ncu.median_ns else ""
@@ -288,11 +305,22 @@ def reconcile(
         verdict, reason = judge(gap, tolerance, kernels_agree=dis is None)
         # Kept with the decomposition (read back with the report): why this verdict, in one line.
         gap = replace(gap, measurements={**gap.measurements, "verdict_reason": reason})
-        if verdict is Verdict.OK and ratio_raw is not None and abs(ratio_raw - 1) > tolerance:
+        # One ratio per benchmark: the one the verdict used, at the clock the decomposition
+        # carried ncu's kernels to (none where it kept ncu's clocks, e.g. a contradicted one).
+        if (judged := _verdict_ratio(gap)) is not None:
+            ratio, ratio_clock_hz, ncu_at_ratio_ns = judged
+        if verdict is Verdict.OK and ratio_raw is not None and ratio is not None and abs(ratio_raw - 1) > tolerance:
             notes.append(
                 f"clock normalization closed the gap: {ratio_raw:.2f}x at ncu's clock, {ratio:.2f}x at "
-                f"{_ghz(ref_clock_hz)}"
+                f"{_ghz(ratio_clock_hz)}"
             )
+    spread = timer.spread if timer is not None else None
+    noisy = spread is not None and spread > tolerance and verdict not in (Verdict.NO_NCU, Verdict.NO_DATA)
+    if noisy and timer is not None:
+        notes.append(
+            f"the timer's samples spread widely: their interquartile range is {spread:.1%} of the median "
+            f"(n={timer.n}), over the {tolerance:.0%} tolerance, so the verdict cannot be trusted to {tolerance:.0%}"
+        )
     op_sum = overlap_ns(nsys)
     if op_sum is not None and nsys is not None and verdict is not Verdict.FLAGGED:
         # Not a discrepancy (a flagged benchmark gets the `overlap` cause instead), but the nsys
@@ -341,6 +369,9 @@ def reconcile(
         ref_clock_source=ref_clock_source,
         ratio=ratio,
         ratio_raw=ratio_raw,
+        ratio_clock_hz=ratio_clock_hz,
+        ncu_at_ratio_ns=ncu_at_ratio_ns,
+        noisy=noisy,
         verdict=verdict,
         causes=causes,
         notes=tuple(notes),

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nsightwrap.analysis.model import BenchmarkResult, RunResult
 from nsightwrap.export import gap_text as g
-from nsightwrap.export import power_fmt as pf
 from nsightwrap.export import reportfmt as f
 
 # One colour per source, the same in every chart even when a source is missing.
-BAR_COLORS = {"timer": "#4c72b0", "ncu raw": "#dd8452", "ncu @ref": "#c44e52", "nsys kernels": "#55a868", "nsys busy": "#8172b3"}
+BAR_COLORS = {"timer": "#4c72b0", "ncu raw": "#dd8452", "ncu @clock": "#c44e52", "nsys kernels": "#55a868", "nsys busy": "#8172b3"}
 #: Waterfall bars: the timing longer than ncu, shorter, the residual, the whole gap.
 WATERFALL_COLORS = {"up": "#c44e52", "down": "#55a868", "residual": "#9a9a9a", "total": "#4c72b0"}
 #: Benchmarks named above the energy timeline at most (their spans are shaded all the same).
@@ -53,7 +53,7 @@ def bar_chart(b: BenchmarkResult) -> str | None:
     pairs = [
         ("timer", b.timer.median_ns if b.timer else None),
         ("ncu raw", b.ncu.median_ns if b.ncu else None),
-        ("ncu @ref", b.ncu.normalized_ns if b.ncu else None),
+        ("ncu @clock", b.ncu_at_ratio_ns),
         ("nsys kernels", b.nsys.median_ns if b.nsys else None),
         ("nsys busy", b.nsys.busy_median_ns if b.nsys else None),
     ]
@@ -77,7 +77,7 @@ def bar_chart(b: BenchmarkResult) -> str | None:
     ax.set_xlabel("us, median per iteration")
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title(
-        f"{f.label(b)}: {f.verdict_text(b.verdict)}" + (f", ratio {f.ratio(b.ratio)}" if b.ratio is not None else ""),
+        f"{f.label(b)}: {f.verdict_text(b.verdict)}" + (f", ratio {f.ratio(b.ratio)} @ {f.ratio_clock(b)}" if b.ratio is not None else ""),
         fontsize=9,
         loc="left",
         color=f.verdict_color(b.verdict),
@@ -85,16 +85,67 @@ def bar_chart(b: BenchmarkResult) -> str | None:
     return _svg(fig)
 
 
+def benchmark_spans(result: RunResult) -> list[tuple[BenchmarkResult, float, float]]:
+    """Each benchmark's span on the plain pass's timeline (seconds from its first clock sample):
+    from its timed samples' energy window, which carries the start and end; others have none."""
+    return [
+        (b, b.power.t_start_s, b.power.t_end_s)
+        for b in result.benchmarks
+        if b.power is not None and b.power.t_start_s is not None and b.power.t_end_s is not None
+    ]
+
+
+def _shade(axes: Sequence[Any], result: RunResult) -> None:
+    """Shade every benchmark's span on ``axes`` and name it above the first (up to ``LABELLED_SPANS``)."""
+    spans = benchmark_spans(result)
+    for i, (b, t0, t1) in enumerate(spans):
+        for ax in axes:
+            ax.axvspan(t0, t1, color=_SHADES[i % len(_SHADES)], alpha=0.12, lw=0)
+        if len(spans) <= LABELLED_SPANS:  # beyond, names would pile up (and cost a text each)
+            axes[0].text(t0, 1.02, f.label(b), transform=axes[0].get_xaxis_transform(), fontsize=7,
+                         rotation=30, va="bottom", ha="left")  # fmt: skip
+
+
+def timeline_caption(result: RunResult, *, power: bool) -> str:
+    """What the plain pass's clock chart draws, where its samples come from, and which stretches
+    belong to which benchmark (or that this run cannot tell)."""
+    trace = result.clock_trace
+    what = "SM clock, power and GPU temperature" if power else "SM clock"
+    out = (
+        f"The {what} of the plain pass (the script run without a profiler) against time: {len(trace)} "
+        f"nvidia-smi samples over {trace[-1].t_s - trace[0].t_s:.1f} s, sampled from the host while the script ran "
+        "(plain/smi_samples.csv). " if trace else f"The {what} of the plain pass: no nvidia-smi samples. "
+    )
+    spans = benchmark_spans(result)
+    if spans:
+        named = "shaded and named" if len(spans) <= LABELLED_SPANS else "shaded (too many to name)"
+        out += (
+            f"Each benchmark's timed samples are {named} ({len(spans)} of {len(result.benchmarks)} benchmarks; "
+            "a benchmark's span comes from its energy window). Outside them the script was not timing "
+            "(start-up, set-up, its own work between timings), where an idle GPU lowers its clock."
+        )
+    else:
+        out += (
+            "No benchmark's time span is known in this run (a span comes from the energy window that "
+            "nsightwrap.bench records with NVML; this run has none), so the chart cannot tell which stretch "
+            "belongs to which benchmark: an idle GPU (start-up, set-up, work between timings) lowers its "
+            "clock. Each benchmark's own clock is in the summary's clock column."
+        )
+    return out
+
+
 def clock_chart(result: RunResult) -> str | None:
-    """The SM clock of the plain pass against time (nvidia-smi samples), or None without any."""
+    """The SM clock of the plain pass against time (nvidia-smi samples), each benchmark's span
+    shaded and named; None without any sample."""
     if not result.clock_trace:
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 2.4))
     ax.plot([c.t_s for c in result.clock_trace], [c.sm_clock_hz / 1e9 for c in result.clock_trace], lw=1)
+    _shade([ax], result)
     ax.set_xlabel("seconds into the plain pass")
     ax.set_ylabel("SM clock (GHz)")
-    ax.set_title("SM clock during the plain pass (nvidia-smi samples)", fontsize=9)
+    ax.set_title("SM clock during the plain pass (nvidia-smi samples)", fontsize=9, loc="left", pad=40 if benchmark_spans(result) else 6)
     ax.grid(alpha=0.3)
     return _svg(fig)
 
@@ -167,16 +218,9 @@ def timeline_svg(result: RunResult) -> str | None:
         ax.plot(t, ys, lw=1, color=color)
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    spans = [(b, b.power) for b in result.benchmarks if b.power is not None and b.power.t_start_s is not None]
-    for i, (b, p) in enumerate(spans):
-        assert p is not None and p.t_start_s is not None and p.t_end_s is not None
-        for ax in axes:
-            ax.axvspan(p.t_start_s, p.t_end_s, color=_SHADES[i % len(_SHADES)], alpha=0.12, lw=0)
-        if len(spans) <= LABELLED_SPANS:  # beyond, names would pile up (and cost a text each)
-            axes[0].text(p.t_start_s, 1.02, pf.row(b)[0], transform=axes[0].get_xaxis_transform(), fontsize=7,
-                         rotation=30, va="bottom", ha="left")  # fmt: skip
+    _shade(axes, result)
     # The caption promises shading only where some was drawn.
-    shaded = "; shaded: each benchmark's timed samples and energy window" if spans else ""
+    shaded = "; shaded: each benchmark's timed samples and energy window" if benchmark_spans(result) else ""
     axes[-1].set_xlabel(f"seconds into the plain pass (nvidia-smi samples{shaded})")
     fig.tight_layout()
     return _svg(fig)
@@ -291,11 +335,30 @@ def roofline_svg(
     return _with_titles(svg, [p.title or p.label for p in pts])
 
 
+_ID = re.compile(r'\bid="([^"]+)"')
+_REF = re.compile(r'(url\(#|href="#)([^")]+)')
+_SVG = re.compile(r"<svg\b.*?</svg>", re.S)
+
+
+def unique_ids(doc: str) -> str:
+    """``doc`` with every id inside each inline SVG prefixed by the SVG's number (``s3-figure_1``),
+    references to them too: matplotlib numbers ids from 1 in every figure, so a page of several
+    figures would repeat them (invalid HTML, and a clip path could come from the wrong figure)."""
+    n = 0
+
+    def one(m: re.Match[str]) -> str:
+        nonlocal n
+        n += 1
+        pre = f"s{n}-"
+        svg = _ID.sub(lambda i: f'id="{pre}{i.group(1)}"', m.group(0))
+        return _REF.sub(lambda r: f"{r.group(1)}{pre}{r.group(2)}", svg)
+
+    return _SVG.sub(one, doc)
+
+
 def _with_titles(svg: str, titles: Sequence[str]) -> str:
     """``svg`` with a ``<title>`` first in each point's group: the browser shows it on hover (no
     script, nothing fetched). Names are escaped; matplotlib wrote the groups from ``set_gid``."""
-    import re
-
     from nsightwrap.export.escape import html as esc
 
     def titled(m: re.Match[str]) -> str:

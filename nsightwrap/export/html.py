@@ -44,13 +44,14 @@ td.kernel{text-align:left;max-width:560px;white-space:normal}
 td.kernel .full{display:block;font-family:ui-monospace,Menlo,monospace;font-size:12px;color:#555;overflow-wrap:anywhere}
 tr.flagrow td{background:#fdf0f0} tr.newiter td{border-top:2px solid #888}
 .flagged{color:#b00;font-weight:bold} .unexplained{color:#a0a;font-weight:bold} .explained{color:#077}
-.ok{color:#080} .other{color:#a60} tr.unexplrow td{background:#fbf0fb}
+.ok{color:#080} .other{color:#a60} .noisy{color:#a60} tr.unexplrow td{background:#fbf0fb}
 .cause{margin:0.3em 0 0.8em 1em;padding-left:0.8em;border-left:3px solid #d88}
 .ev{color:#555;font-size:13px;font-family:ui-monospace,monospace;margin:0.2em 0}
 .ev span{white-space:nowrap;margin-right:1.2em;display:inline-block}
 table.kv th{background:none;text-align:left;font-weight:normal;color:#555} table.kv td{text-align:left}
 .charts{display:flex;flex-wrap:wrap;gap:12px} .chart{display:inline-block;border:1px solid #ddd;padding:4px}
 .notes li{margin:0.3em 0} code,pre{background:#f6f6f6;padding:2px 4px}
+figure.timeline{margin:0.5em 0 1.5em 0} figcaption{color:#555;font-size:13px;max-width:900px;margin-top:0.3em}
 """
 
 
@@ -117,14 +118,23 @@ def _table(head: list[str], rows: list[list[str]], left: int = 1, row_class: lis
     return f"<div class='scroll'><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
+def _figure(svg: str, caption: str) -> str:
+    """A chart with its caption under it (what is drawn, where the samples come from)."""
+    return f"<figure class='timeline'><div class='chart'>{svg}</div><figcaption>{esc(caption)}</figcaption></figure>"
+
+
 def _kv_table(items: list[tuple[str, str]]) -> str:
     rows = "".join(f'<tr><th scope="row">{esc(k)}</th><td>{esc(v)}</td></tr>' for k, v in items)
     return f"<table class='kv'><tbody>{rows}</tbody></table>"
 
 
-def _verdict(b: BenchmarkResult) -> str:
+def _verdict(b: BenchmarkResult, mark: bool = False) -> str:
+    """The verdict's word in its colour; with ``mark``, the noise mark beside it."""
     cls = f.verdict_class(b.verdict) if b.verdict in f.VERDICT_COLOR else "other"
-    return f'<span class="{cls}">{esc(f.verdict_text(b.verdict))}</span>'
+    noisy = f.noisy_text(b) if mark else ""
+    return f'<span class="{cls}">{esc(f.verdict_text(b.verdict))}</span>' + (
+        f' <span class="noisy">({esc(noisy)})</span>' if noisy else ""
+    )
 
 
 def _kernel_cell(k: KernelTiming) -> str:
@@ -184,7 +194,7 @@ def render_html(result: RunResult, *, max_charts: int = MAX_CHARTS, max_waterfal
             esc(f.label(b)),
             *([esc(f.gpu_tag(b, full=True))] if gpu else []),
             *f.summary_numbers(b),
-            _verdict(b),
+            _verdict(b, mark=True),
             str(len(b.notes)) if b.notes else "",
         ]
         for b in ordered
@@ -197,9 +207,9 @@ def render_html(result: RunResult, *, max_charts: int = MAX_CHARTS, max_waterfal
     look = f.to_look_at(result)
     if look:
         parts.append(f"<h2>{esc(f.look_title(look))}</h2>")
-        for b in look:
+        for i, b in enumerate(look):
             parts.append(
-                f"<h3>{esc(f.label(b))}</h3><p>{_verdict(b)}: ratio {f.ratio(b.ratio)} (at ncu's own clock {f.ratio(b.ratio_raw)}), "
+                f"<h3 id='{_look_id(i)}'>{esc(f.label(b))}</h3><p>{_verdict(b)}: {esc(f.ratio_line(b))}; "
                 f"reference clock {f.clock_hz(b.ref_clock_hz)} ({esc(b.ref_clock_source)})</p>"
             )
             for cause in b.causes:
@@ -215,8 +225,8 @@ def render_html(result: RunResult, *, max_charts: int = MAX_CHARTS, max_waterfal
     # One SM-clock chart: the energy section's timeline draws the clock too, when it is drawn.
     clock = None if charts.has_timeline(result) else charts.clock_chart(result)
     if clock:
-        parts += ["<h2>SM clock, plain pass</h2>", f"<div class='chart'>{clock}</div>"]
-    parts += gap_html(result, max_waterfalls)
+        parts += ["<h2>SM clock, plain pass</h2>", _figure(clock, charts.timeline_caption(result, power=False))]
+    parts += gap_html(result, max_waterfalls, causes_above=True)
     parts += _roofline(result, max_charts)
     parts += power_html(result)
     parts += ["<h2>Environment</h2>", _kv_table(f.environment_items(result))]
@@ -232,17 +242,32 @@ def render_html(result: RunResult, *, max_charts: int = MAX_CHARTS, max_waterfal
                 "</details>",
             ]
     parts.append("</body></html>")
-    return "\n".join(parts)
+    return charts.unique_ids("\n".join(parts))
 
 
 # ------------------------------------------------------------------ the report's sections
 
 
-def _gap_table(b: BenchmarkResult) -> str:
+def _look_id(i: int) -> str:
+    """The anchor of the ``i``-th flagged or unexplained benchmark's causes."""
+    return f"causes-{i}"
+
+
+def _gap_table(b: BenchmarkResult, above: str | None = None) -> str:
+    """The gap's parts, residual and total; a part already listed as a cause under the anchor
+    ``above`` links there instead of repeating its message, evidence and fix."""
     gap = b.gap
     assert gap is not None
     body = []
+    listed = {c.message for c in b.causes} if above else set()
     for p in gap.parts:
+        if p.message and p.message in listed:
+            name = f"<b>{esc(g.label(p))}</b>" if p.actionable else esc(g.label(p))
+            body.append(
+                f"<tr><td class='l'>{name}</td><td>{esc(g.signed_us(p.ns))}</td><td>{esc(g.share(p.ns, gap))}</td>"
+                f"<td class='kernel'><a href='#{above}'>{esc(p.cause)}: listed with its evidence and fix above</a></td><td></td></tr>"
+            )
+            continue
         ev = "".join(f"<span>{esc(e)}</span>" for e in g.evidence_items(p.evidence))
         kern = g.kernel_rows(p)
         if kern:
@@ -273,9 +298,12 @@ def _gap_table(b: BenchmarkResult) -> str:
     return f"<div class='scroll'><table><thead>{head}</thead><tbody>{''.join(body)}</tbody></table></div>"
 
 
-def gap_html(result: RunResult, max_waterfalls: int = MAX_WATERFALLS) -> list[str]:
+def gap_html(result: RunResult, max_waterfalls: int = MAX_WATERFALLS, *, causes_above: bool = False) -> list[str]:
     """``Where the gap comes from``: per flagged or unexplained benchmark (the worst
-    ``max_waterfalls``) a waterfall and its table; the other benchmarks' tables folded."""
+    ``max_waterfalls``) a waterfall and its table; the other benchmarks' tables folded. With
+    ``causes_above`` (the whole report, which lists the flagged and unexplained benchmarks'
+    causes first), a part listed there links to it rather than repeating it."""
+    anchors = {id(b): _look_id(i) for i, b in enumerate(f.to_look_at(result))} if causes_above else {}
     with_gap = [b for b in result.benchmarks if b.gap is not None]
     if not with_gap:
         return []
@@ -298,14 +326,14 @@ def gap_html(result: RunResult, max_waterfalls: int = MAX_WATERFALLS) -> list[st
         out.append(f"<h3>{esc(f.label(b))} ({esc(f.verdict_text(b.verdict))})</h3>")
         if svg:
             out.append(f"<div class='chart waterfall'>{svg}</div>")
-        out.append(_gap_table(b))
+        out.append(_gap_table(b, anchors.get(id(b))))
     shown = {id(b) for b in drawn}
     rest = [b for b in f.by_verdict(with_gap) if id(b) not in shown]
     for b in rest:
         assert b.gap is not None
         out += [
             f"<details><summary>{esc(f.label(b))} ({esc(f.verdict_text(b.verdict))}): {esc(g.compact(b.gap))}</summary>",
-            _gap_table(b),
+            _gap_table(b, anchors.get(id(b))),
             "</details>",
         ]
     return out
@@ -333,7 +361,7 @@ def power_html(result: RunResult) -> list[str]:
         if notes:
             parts += ["<ul class='notes'>", *(f"<li><b>{esc(w)}</b>: {esc(n)}</li>" for w, n in notes), "</ul>"]
     if chart is not None:
-        parts += ["<h3>Plain pass: SM clock, power and temperature</h3>", f"<div class='chart'>{chart}</div>"]
+        parts += ["<h3>Plain pass: SM clock, power and temperature</h3>", _figure(chart, charts.timeline_caption(result, power=True))]
     return parts
 
 
@@ -417,7 +445,7 @@ def render_device_html(dev: DeviceFile) -> str:
     if drawn:
         parts += ["<h2>Charts</h2><div class='charts'>", *(f"<div class='chart'>{c}</div>" for c in drawn), "</div>"]
     parts.append("</body></html>")
-    return "\n".join(parts)
+    return charts.unique_ids("\n".join(parts))
 
 
 # ------------------------------------------------------------------ the roofline section
@@ -500,12 +528,12 @@ def roofline_html(result: RunResult) -> list[str]:
 
 @exporter("gap", "html")
 def _gap(result: RunResult) -> str:
-    return "\n".join(gap_html(result))
+    return charts.unique_ids("\n".join(gap_html(result)))
 
 
 @exporter("power", "html")
 def _power(result: RunResult) -> str:
-    return "\n".join(power_html(result))
+    return charts.unique_ids("\n".join(power_html(result)))
 
 
 @exporter("shards", "html")
@@ -515,4 +543,4 @@ def _shards(result: RunResult) -> str:
 
 @exporter("roofline", "html")
 def _roofline_section(result: RunResult) -> str:
-    return "\n".join(roofline_html(result))
+    return charts.unique_ids("\n".join(roofline_html(result)))

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from nsightwrap.analysis.model import BenchmarkResult, RunResult
+from nsightwrap.analysis.model import Verdict as Verdict_
 from nsightwrap.compare.energy import Energy
 from nsightwrap.compare.verdicts import Comparison, Verdict
 from nsightwrap.device.result import GROUPS, DeviceFile
@@ -60,7 +62,8 @@ def _summary(result: RunResult) -> list[str]:
                 md_cell(f.label(b)),
                 *([md_cell(f.gpu_tag(b, full=True))] if gpu else []),
                 *f.summary_numbers(b),
-                f"**{f.verdict_text(b.verdict)}**" if b.causes else f.verdict_text(b.verdict),
+                (f"**{f.verdict_text(b.verdict)}**" if b.causes else f.verdict_text(b.verdict))
+                + (f" ({f.noisy_text(b)})" if b.noisy else ""),
             ]
         )
     header = ["benchmark", *(["GPU"] if gpu else []), *f.SUMMARY_NUMBER_HEADERS, "verdict"]
@@ -68,7 +71,7 @@ def _summary(result: RunResult) -> list[str]:
 
 
 def _flagged(b: BenchmarkResult) -> list[str]:
-    out = [f"### {md_cell(f.label(b))}", "", f"**{f.verdict_text(b.verdict)}**: ratio {f.ratio(b.ratio)} (at ncu's own clock {f.ratio(b.ratio_raw)}), "
+    out = [f"### {md_cell(f.label(b))}", "", f"**{f.verdict_text(b.verdict)}**: {md_cell(f.ratio_line(b))}; "
            f"reference clock {f.clock_hz(b.ref_clock_hz)} ({md_cell(b.ref_clock_source)})", ""]  # fmt: skip
     for c in b.causes:
         ev = ", ".join(md_cell(f.evidence_item(k, v)) for k, v in c.evidence.items() if v is not None)
@@ -116,15 +119,146 @@ def _kernels(b: BenchmarkResult) -> list[str]:
 
 #: GitHub's limit on an issue or comment body, in characters.
 GITHUB_LIMIT = 65_536
+#: Characters kept free for the line that says what was cut.
+_CUT_NOTE_ROOM = 1_000
+
+
+@dataclass(frozen=True)
+class _Section:
+    """One part of the report that the cut may shorten: a heading and blocks (one per benchmark,
+    note or table), kept whole or left out, the first ones first."""
+
+    what: str  # how the cut line names it whole: "the per-kernel details"
+    part: str  # and in part: "the per-kernel details of {left} of {all} benchmarks"
+    head: tuple[str, ...]
+    blocks: tuple[tuple[str, ...], ...]
+
+
+def _size(lines: Sequence[str]) -> int:
+    return sum(len(x) + 1 for x in lines)
+
+
+def _sections(result: RunResult) -> dict[str, _Section]:
+    """The parts of the report, by name, each with the blocks a cut keeps or drops."""
+    look = f.to_look_at(result)
+    explained = [b for b in result.benchmarks if b.verdict is Verdict_.EXPLAINED and b.causes]
+    notes = [f"- run: {md_cell(n)}" for n in result.notes]
+    notes += [f"- **{md_cell(f.label(b))}**: {md_cell(n)}" for b in result.benchmarks for n in b.notes]
+    with_gap = f.by_verdict([b for b in result.benchmarks if b.gap is not None])
+    roof = roofline_markdown(result)
+    power = power_markdown(result)
+    kernels = [_kernels(b) for b in f.worst_first(result.benchmarks)]
+    return {
+        "look": _Section(
+            "the causes of the flagged and unexplained benchmarks",
+            "the causes of {left} of {all} flagged or unexplained benchmarks", (f"## {f.look_title(look)}", "") if look else (),
+            tuple(tuple(_flagged(b)) for b in look),
+        ),
+        "explained": _Section(
+            "the causes of the explained benchmarks", "the causes of {left} of {all} explained benchmarks", ("## Explained benchmarks", "") if explained else (),
+            tuple(tuple(_flagged(b)) for b in explained),
+        ),
+        # Notes come before the long tables: they hold findings that are not flags (overlap, DRAM-bound).
+        "notes": _Section("the notes", "{left} of {all} notes", ("## Notes", "") if notes else (), tuple((n,) for n in notes)),
+        "gap": _Section("the gap section", "the gap tables of {left} of {all} benchmarks", tuple(_GAP_HEAD) if with_gap else (),
+                        tuple(tuple(_gap_table(b, b.verdict in f.TO_LOOK_AT)) for b in with_gap)),
+        "roofline": _Section("the roofline section", "the roofline section", (), (tuple(roof),) if roof else ()),
+        "power": _Section("the energy and power section", "the energy and power section", (), (tuple(power),) if power else ()),
+        "kernels": _Section(
+            "the per-kernel details", "the per-kernel details of {left} of {all} benchmarks", ("## Per-kernel details", "") if any(kernels) else (),
+            tuple(tuple(k) for k in kernels if k),
+        ),
+    }  # fmt: skip
+
+
+#: Sections in the order a cut keeps them (the summary, environment and command always stay).
+CUT_PRIORITY = ("look", "explained", "notes", "gap", "roofline", "power", "kernels")
+#: Sections in the order the report shows them.
+_SHOWN = ("look", "explained", "notes", "gap", "roofline", "power")
+
+
+def _essentials(result: RunResult) -> tuple[list[str], list[str]]:
+    """The report's head (count line, summary, shards) and tail (environment, command), never cut."""
+    s = result.settings
+    head = [
+        "# nsightwrap report",
+        "",
+        f"{md_cell(f.count_text(result.benchmarks))}; tolerance {s.tolerance:.0%}; {md_cell(f.clock_text(result))}.",
+        "",
+    ]
+    if not result.timer_found:
+        head += ["No in-process timings were found: benchmarks come from the target's own NVTX ranges.", ""]
+    head += ["## Summary", "", *_summary(result), ""]
+    head += shard_sections(result)
+    tail = ["## Environment", "", *_environment(result), ""]
+    if result.environment.command:
+        tail += ["## Reproduce", "", "```sh", shlex.join(result.environment.command), "```", ""]
+    return head, tail
+
+
+def _assemble(head: list[str], tail: list[str], secs: dict[str, _Section], kept: dict[str, int], cut: str) -> str:
+    """The report: ``head``, the first ``kept[name]`` blocks of each section in the order shown,
+    ``tail``, the per-kernel details last; ``cut`` (what was left out) under the count line."""
+    out = list(head)
+    if cut:
+        out[4:4] = [f"> {cut}", ""]
+
+    def add(name: str) -> None:
+        sec, n = secs[name], kept.get(name, 0)
+        if n:
+            out.extend([*sec.head, *(line for blk in sec.blocks[:n] for line in blk)])
+            if out[-1]:
+                out.append("")  # a list's end, before the next heading
+
+    for name in _SHOWN:
+        add(name)
+    out += tail
+    add("kernels")
+    return "\n".join(out)
 
 
 @exporter("report", "md")
 def render_markdown(result: RunResult, limit: int | None = GITHUB_LIMIT) -> str:
     """The report as GitHub-flavoured Markdown, cut to fit ``limit`` characters (None: the whole
-    report): then the worst benchmarks come first and the text says what it left out."""
-    full = render_full_markdown(result)
+    report). The cut keeps by priority (``CUT_PRIORITY``): the summary, then every flagged and
+    unexplained benchmark's causes and fixes, the explained ones', the notes, the gap, roofline
+    and power sections, then the per-kernel details; a line under the count line says what was
+    left out and how to get it."""
+    secs = _sections(result)
+    head, tail = _essentials(result)
+    every = {name: len(sec.blocks) for name, sec in secs.items()}
+    full = _assemble(head, tail, secs, every, "")
     if limit is None or len(full) <= limit:
         return full
+    budget = limit - _size(head) - _size(tail) - _CUT_NOTE_ROOM
+    kept: dict[str, int] = {}
+    left: list[str] = []
+    for name in CUT_PRIORITY:
+        sec = secs[name]
+        if not sec.blocks:
+            continue
+        n = 0
+        if not left and budget >= _size(sec.head):
+            room = budget - _size(sec.head)
+            while n < len(sec.blocks) and _size(sec.blocks[n]) <= room:
+                room -= _size(sec.blocks[n])
+                n += 1
+            if n:
+                budget = room
+        kept[name] = n
+        if n < len(sec.blocks):
+            left.append(sec.part.format(left=len(sec.blocks) - n, all=len(sec.blocks)) if n else sec.what)
+    if budget < 0 or kept.get("look", 0) < len(secs["look"].blocks):
+        return _compact_fit(result, limit)  # not even the causes fit: a run of thousands of benchmarks
+    whose = "GitHub's " if limit == GITHUB_LIMIT else "the "
+    note = (
+        f"Cut to fit {whose}{limit:,}-character limit (the whole report has {len(full):,}): left out "
+        f"{'; '.join(left)}. The whole report: `nsightwrap report RUN --format md --full`, or `--format json` / `--format html`."
+    )
+    return _assemble(head, tail, secs, kept, note)
+
+
+def _compact_fit(result: RunResult, limit: int) -> str:
     k = min(len(result.benchmarks), 200)
     while True:
         text = _compact(result, k, k // 4)
@@ -163,53 +297,29 @@ def _compact(result: RunResult, k: int, d: int) -> str:
 
 def render_full_markdown(result: RunResult) -> str:
     """The whole report as GitHub-flavoured Markdown."""
-    s = result.settings
-    look = f.to_look_at(result)
-    out = [
-        "# nsightwrap report",
-        "",
-        f"{md_cell(f.count_text(result.benchmarks))}; tolerance {s.tolerance:.0%}; {md_cell(f.clock_text(result))}.",
-        "",
-    ]
-    if not result.timer_found:
-        out += ["No in-process timings were found: benchmarks come from the target's own NVTX ranges.", ""]
-    out += ["## Summary", "", *_summary(result), ""]
-    out += shard_sections(result)
-    if look:
-        out += [f"## {f.look_title(look)}", ""]
-        for b in look:
-            out += _flagged(b)
-    # Notes come before the long tables: they hold findings that are not flags (overlap, DRAM-bound).
-    notes = [f"run: {md_cell(n)}" for n in result.notes]
-    notes += [f"**{md_cell(f.label(b))}**: {md_cell(n)}" for b in result.benchmarks for n in b.notes]
-    if notes:
-        out += ["## Notes", "", *(f"- {n}" for n in notes), ""]
-    out += gap_markdown(result)
-    out += roofline_markdown(result)
-    out += power_markdown(result)
-    out += ["## Environment", "", *_environment(result), ""]
-    if result.environment.command:
-        out += ["## Reproduce", "", "```sh", shlex.join(result.environment.command), "```", ""]
-    details = [line for b in result.benchmarks for line in _kernels(b)]
-    if details:
-        out += ["## Per-kernel details", "", *details]
-    return "\n".join(out)
+    return render_markdown(result, limit=None)
 
 
 # ------------------------------------------------------------------ the report's sections
 
 
-def _gap_table(b: BenchmarkResult) -> list[str]:
+def _gap_table(b: BenchmarkResult, causes_above: bool = False) -> list[str]:
+    """The gap's parts, residual and total, folded; with ``causes_above`` a part already listed
+    as one of ``b``'s causes says so instead of repeating its message, evidence and fix."""
     gap = b.gap
     assert gap is not None
     rows = [
         "| part | time | of the timing | measured from | fix |",
         "| --- | ---: | ---: | --- | --- |",
     ]
+    listed = {c.message for c in b.causes} if causes_above else set()
     for p in gap.parts:
+        name = f"**{md_cell(g.label(p))}**" if p.actionable else md_cell(g.label(p))
+        if p.message and p.message in listed:
+            rows.append(f"| {name} | {g.signed_us(p.ns)} | {g.share(p.ns, gap)} | {md_cell(p.cause)}: listed with its evidence and fix above | |")
+            continue
         ev = ", ".join(md_cell(e) for e in g.evidence_items(p.evidence))
         what = md_cell(p.message) + (f" ({ev})" if ev else "")
-        name = f"**{md_cell(g.label(p))}**" if p.actionable else md_cell(g.label(p))
         rows.append(f"| {name} | {g.signed_us(p.ns)} | {g.share(p.ns, gap)} | {what} | {md_cell(p.fix)} |")
     rows.append(
         f"| residual | {g.signed_us(gap.residual_ns)} | {g.share(gap.residual_ns, gap)} | no measurement | |"
@@ -230,18 +340,21 @@ def _gap_table(b: BenchmarkResult) -> list[str]:
     ]
 
 
+_GAP_HEAD = (
+    "## Where the gap comes from",
+    "",
+    "timer - ncu (ncu at its own clocks), split into parts measured in this run; they add up, residual included.",
+    "",
+)
+
+
 def gap_markdown(result: RunResult) -> list[str]:
     """``## Where the gap comes from``: a folded table per benchmark with a decomposition."""
     with_gap = [b for b in result.benchmarks if b.gap is not None]
     if not with_gap:
         return []
     ordered = f.by_verdict(with_gap)  # worst verdict first
-    out = [
-        "## Where the gap comes from",
-        "",
-        "timer - ncu (ncu at its own clocks), split into parts measured in this run; they add up, residual included.",
-        "",
-    ]
+    out = list(_GAP_HEAD)
     for b in ordered:
         out += _gap_table(b)
     return out

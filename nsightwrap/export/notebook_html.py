@@ -50,7 +50,7 @@ def _row(b: BenchmarkResult) -> str:
     cells = (
         f"<td class='name'>{esc(f.label(b))}</td>"
         f"<td>{esc(f.time_ns(b.timer.median_ns if b.timer else None))}</td>"
-        f"<td>{esc(f.time_ns(b.ncu.normalized_ns if b.ncu else None))}</td>"
+        f"<td>{esc(f.time_ns(b.ncu_at_ratio_ns))}</td>"
         f"<td>{esc(f.ratio(b.ratio))}</td>"
         f"<td class='{cls}'>{esc(f.verdict_text(b.verdict))}</td>"
         f"<td class='cause'>{esc(cause)}</td>"
@@ -59,7 +59,7 @@ def _row(b: BenchmarkResult) -> str:
 
 
 def _table(rows: list[BenchmarkResult]) -> str:
-    head = "".join(f"<th>{h}</th>" for h in ("benchmark", "timer", "ncu @ref", "ratio", "verdict", "first cause"))
+    head = "".join(f"<th>{h}</th>" for h in ("benchmark", "timer", "ncu @clock", "ratio @clock", "verdict", "first cause"))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(_row(b) for b in rows)}</tbody></table>"
 
 

@@ -14,28 +14,45 @@ from nsightwrap.analysis.model import (
     ShardSummary,
     Verdict,
 )
-from nsightwrap.core.contract import TRUSTED_CLOCK_SOURCES
 from nsightwrap.export.escape import terminal_safe
+
+#: Clock sources that read the SM clock on the GPU itself while the benchmark ran: nsys GPU
+#: metrics, the timer's stamps (clock64 against globaltimer) or its clock probe. This is what
+#: "measured on the GPU" means in every report; a clock given with --clock-ref is "given".
+GPU_MEASURED = ("nsys GPU metrics", "probe", "stamps")
+_GIVEN = ("given", "boost", "base")
+
+
+def ratio_clock_kind(b: BenchmarkResult) -> str:
+    """Where the clock of ``b``'s ratio comes from: ``gpu`` (measured on the GPU), ``given``,
+    ``host`` (read from the host: NVML, nvidia-smi) or ``own`` (ncu's own clocks)."""
+    if b.ratio_clock_hz is None:
+        return "own"
+    src = b.ref_clock_source or ""
+    if any(s in src for s in GPU_MEASURED):
+        return "gpu"
+    if any(s in src for s in _GIVEN):
+        return "given"
+    return "host"
+
+
+_KIND_WORDS = (
+    ("gpu", "at a clock measured on the GPU"),
+    ("host", "at a clock read from the host"),
+    ("given", "at a given clock"),
+    ("own", "at ncu's own clocks"),
+)
 
 
 def clock_text(result: RunResult) -> str:
-    """What the ratios are taken at, in words: each benchmark's reference clock, and how many of
-    those clocks were measured on the GPU, are ncu's own, or were read from the host."""
-    gpu = own = host = 0
-    for b in result.benchmarks:
-        if b.ratio is None:
-            continue
-        src = b.ref_clock_source or ""
-        if b.ref_clock_hz is not None and any(s in src for s in TRUSTED_CLOCK_SOURCES):
-            gpu += 1
-        elif b.ref_clock_hz is None or src.startswith("ncu"):
-            own += 1
-        else:
-            host += 1
-    parts = [f"{n} {what}" for n, what in ((gpu, "measured on the GPU"), (own, "ncu's own"), (host, "read from the host")) if n]
+    """What the ratios are taken at, in words: the clock each verdict used, and how many of those
+    clocks were measured on the GPU, read from the host, given, or are ncu's own."""
+    kinds = [ratio_clock_kind(b) for b in result.benchmarks if b.ratio is not None]
+    parts = [f"{kinds.count(k)} {what}" for k, what in _KIND_WORDS if kinds.count(k)]
     counts = f" ({', '.join(parts)})" if parts else ""
     return (
-        f"ratio = timer / ncu at each benchmark's reference clock{counts}; clock policy "
+        f"ratio @clock = timer / ncu at the clock each verdict used{counts}; ratio raw = timer / ncu at "
+        f"ncu's own clocks; spread = the timer's interquartile range / median (n samples); clock policy "
         f"--clock-ref {result.settings.clock_ref}"
     )
 
@@ -251,21 +268,65 @@ def environment_items(result: RunResult) -> list[tuple[str, str]]:
     return [(k, "-" if v is None else str(v)) for k, v in items]
 
 
-#: Headers of the summary's number columns, in the order of ``summary_numbers``.
-SUMMARY_NUMBER_HEADERS = ("timer", "ncu raw", "ncu @ref", "nsys kernels", "nsys busy", "ref clock", "ncu clock", "ratio")
+#: Headers of the summary's number columns, in the order of ``summary_numbers``: "@clock" is the
+#: clock in the ``clock`` column, the one the verdict used; "raw" is at ncu's own clocks.
+SUMMARY_NUMBER_HEADERS = (
+    "timer", "spread (n)", "ncu raw", "ncu @clock", "nsys kernels", "nsys busy", "clock", "ncu clock",
+    "ratio @clock", "ratio raw",
+)  # fmt: skip
+
+
+def ratio_clock(b: BenchmarkResult) -> str:
+    """The clock ``b``'s ratio is at: ``1.980 GHz``; ``ncu's`` at ncu's own clocks; ``-`` without a ratio."""
+    if b.ratio is None:
+        return "-"
+    return clock_hz(b.ratio_clock_hz) if b.ratio_clock_hz is not None else "ncu's"
+
+
+def spread(b: BenchmarkResult) -> str:
+    """The timer's spread and sample count: ``6.1% (439)``; ``- (1)`` with one sample; ``-`` without a timer."""
+    if b.timer is None:
+        return "-"
+    sp = b.timer.spread
+    return f"{'-' if sp is None else f'{sp:.1%}'} ({b.timer.n})"
+
+
+def noisy_text(b: BenchmarkResult) -> str:
+    """``noisy: IQR 18.4%`` for a benchmark whose samples spread wider than the tolerance, else ``""``."""
+    sp = b.timer.spread if b.timer is not None else None
+    return f"noisy: IQR {sp:.1%}" if b.noisy and sp is not None else ""
+
+
+def verdict_cell(b: BenchmarkResult) -> str:
+    """The verdict's word, with the noise mark beside it: ``ok (noisy: IQR 18.4%)``."""
+    mark = noisy_text(b)
+    return verdict_text(b.verdict) + (f" ({mark})" if mark else "")
+
+
+def ratio_line(b: BenchmarkResult) -> str:
+    """``ratio 1.49x at 1.980 GHz (raw 1.46x at ncu's own clocks)``: the verdict's ratio, its clock,
+    and the raw one beside it."""
+    at = f"at {clock_hz(b.ratio_clock_hz)}" if b.ratio_clock_hz is not None else "at ncu's own clocks"
+    line = f"ratio {ratio(b.ratio)} {at}" if b.ratio is not None else "ratio -"
+    if b.ratio_raw is not None and b.ratio_clock_hz is not None:
+        line += f" (raw {ratio(b.ratio_raw)} at ncu's own clocks)"
+    mark = noisy_text(b)
+    return line + (f"; {mark}" if mark else "")
 
 
 def summary_numbers(b: BenchmarkResult) -> list[str]:
     """The summary row's number cells of one benchmark, shared by the Markdown and HTML reports."""
     return [
         time_ns(b.timer.median_ns if b.timer else None),
+        spread(b),
         time_ns(b.ncu.median_ns if b.ncu else None),
-        time_ns(b.ncu.normalized_ns if b.ncu else None),
+        time_ns(b.ncu_at_ratio_ns),
         time_ns(b.nsys.median_ns if b.nsys else None),
         time_ns(b.nsys.busy_median_ns if b.nsys else None),
-        clock_hz(b.ref_clock_hz),
+        ratio_clock(b),
         clock_hz(b.ncu.sm_clock_hz if b.ncu else None),
         ratio(b.ratio),
+        ratio(b.ratio_raw),
     ]
 
 

@@ -128,8 +128,9 @@ def not_drawn(result: RunResult) -> list[tuple[str, str]]:
 
 
 EXPLAIN = (
-    "Rates at the benchmark's median time: ncu's, carried to the loop's SM clock measured on the GPU where "
-    "there is one (else at ncu's own clock), or the timer's where ncu did not profile it; the compute roof is "
+    "Rates at the benchmark's median time: ncu's, carried to the loop's SM clock from nsys GPU metrics or the "
+    "timer's stamps where the ratio is at that clock (else at ncu's own clock; a clock from the timer's probe or "
+    "the host is not used here), or the timer's where ncu did not profile it; the compute roof is "
     "scaled from the clock it was measured at to that clock, the memory roof is not; FLOPs and bytes from "
     "nsightwrap.bench(flops=, bytes=) where given, else from ncu (DRAM bytes read + written; FMA = 2 FLOPs, "
     "tensor ops as counted). A point above its roof is an inconsistency (clock, time or work count), shown "

@@ -44,9 +44,10 @@ from nsightwrap.export.compare_text import (
 from nsightwrap.export.escape import terminal_safe
 from nsightwrap.export.registry import exporter
 
-#: Columns left out, first to last, while the table is wider than the console. ncu's raw time
-#: and clock only explain the normalization (the flagged section repeats the raw ratio).
-DROP_ORDER = ("ncu raw", "ncu clock", "nsys kernels", "ref clock", "nsys busy")
+#: Columns left out, first to last, while the table is wider than the console. The raw ratio,
+#: ncu's raw time and clock only explain the clock the verdict used; the spread goes before the
+#: clock the ratio is at (a noisy benchmark keeps its mark beside the verdict).
+DROP_ORDER = ("ratio raw", "ncu raw", "ncu clock", "nsys kernels", "spread (n)", "clock", "nsys busy")
 
 
 @dataclass(frozen=True)
@@ -54,27 +55,36 @@ class _Column:
     name: str  # header of the full table
     compact: str  # header when units are in the caption (lines split by "\n")
     value: Callable[[BenchmarkResult], float | None]
-    unit: str  # "time", "clock" or "" (ratio)
+    unit: str  # "time", "clock", "" (ratio) or "text" (``text`` gives the cell)
+    text: Callable[[BenchmarkResult], str] | None = None
 
 
 def _opt(v: float | None) -> float | None:
     return None if v is None or not math.isfinite(v) else v
 
 
+def _none(b: BenchmarkResult) -> float | None:
+    return None
+
+
 _NUMERIC = (
     _Column("timer", "timer", lambda b: b.timer.median_ns if b.timer else None, "time"),
+    _Column("spread (n)", "spread\n(n)", _none, "text", f.spread),
     _Column("ncu raw", "ncu\nraw", lambda b: b.ncu.median_ns if b.ncu else None, "time"),
-    _Column("ncu @ref", "ncu\n@ref", lambda b: b.ncu.normalized_ns if b.ncu else None, "time"),
+    _Column("ncu @clock", "ncu\n@clock", lambda b: b.ncu_at_ratio_ns, "time"),
     _Column("nsys kernels", "nsys\nkernel", lambda b: b.nsys.median_ns if b.nsys else None, "time"),
     _Column("nsys busy", "nsys\nbusy", lambda b: b.nsys.busy_median_ns if b.nsys else None, "time"),
-    _Column("ref clock", "ref\nclock", lambda b: b.ref_clock_hz, "clock"),
+    _Column("clock", "clock", lambda b: b.ratio_clock_hz, "clock", f.ratio_clock),
     _Column("ncu clock", "ncu\nclock", lambda b: b.ncu.sm_clock_hz if b.ncu else None, "clock"),
-    _Column("ratio", "ratio", lambda b: b.ratio, ""),
+    _Column("ratio @clock", "ratio\n@clock", lambda b: b.ratio, ""),
+    _Column("ratio raw", "ratio\nraw", lambda b: b.ratio_raw, ""),
 )
 
 
 def _cell(col: _Column, b: BenchmarkResult, compact: bool) -> str:
     v = _opt(col.value(b))
+    if col.unit == "text" or (col.text is not None and v is None):
+        return col.text(b) if col.text is not None else "-"
     if col.unit == "time":
         return ("-" if v is None else f"{v / 1e3:.2f}") if compact else f.time_ns(v)
     if col.unit == "clock":
@@ -85,7 +95,7 @@ def _cell(col: _Column, b: BenchmarkResult, compact: bool) -> str:
 def _layout(result: RunResult, width: int | None) -> tuple[bool, tuple[_Column, ...]]:
     """Whether units go to the caption, and which numeric columns fit in ``width``."""
     names = [f.label(b) for b in result.benchmarks]
-    verdicts = [f.verdict_text(b.verdict) for b in result.benchmarks]
+    verdicts = [f.verdict_cell(b) for b in result.benchmarks]
     # The name column may fold, but not below the longest word-free stretch a reader needs.
     name_w = min(max([len("benchmark"), *map(len, names)]), 24)
     verdict_w = max([len("verdict"), *map(len, verdicts)])
@@ -117,7 +127,8 @@ def count_line(result: RunResult) -> Text:
 
 
 def summary_table(result: RunResult, width: int | None = None, max_rows: int | None = None) -> Table:
-    """The per-benchmark table: timer, ncu raw and normalized, nsys, clocks, ratio, verdict.
+    """The per-benchmark table: timer and its spread, ncu raw and at the verdict's clock, nsys,
+    clocks, the verdict's ratio and the raw one, verdict.
 
     With ``width``, the table is laid out to fit it (units in the caption, fewer columns). With
     ``max_rows``, only the worst that many benchmarks are shown and the caption says how many not.
@@ -155,9 +166,15 @@ def summary_table(result: RunResult, width: int | None = None, max_rows: int | N
             Text(f.label(b)),  # Text, never markup: names hold "[" and "]"
             *([Text(f.gpu_tag(b))] if gpu else []),
             *(_cell(c, b, compact) for c in cols),
-            Text(f.verdict_text(b.verdict), style=f.verdict_style(b.verdict)),
+            Text.assemble((f.verdict_text(b.verdict), f.verdict_style(b.verdict)), _noisy_mark(b)),
         )
     return t
+
+
+def _noisy_mark(b: BenchmarkResult) -> tuple[str, str]:
+    """`` (noisy: IQR 18.4%)`` in yellow beside the verdict, or nothing."""
+    mark = f.noisy_text(b)
+    return (f" ({mark})", "yellow") if mark else ("", "")
 
 
 def _pack(items: list[str], width: int) -> list[str]:
@@ -204,7 +221,7 @@ def print_report(
     shown = look if len(look) <= max_details else f.worst_first(look)[:max_details]
     for b in shown:
         console.print()
-        console.print(Text.assemble((f.label(b), f.verdict_style(b.verdict)), f" ({f.verdict_text(b.verdict)})", f": ratio {f.ratio(b.ratio)} (raw {f.ratio(b.ratio_raw)})"))
+        console.print(Text.assemble((f.label(b), f.verdict_style(b.verdict)), f" ({f.verdict_text(b.verdict)})", f": {f.ratio_line(b)}"))
         print_gap_line(b, console)
         for c in b.causes:
             console.print(_labelled(Text(f"{c.code.value}:", style="bold"), Text(c.message), 2))
@@ -254,7 +271,7 @@ def print_roofline(result: RunResult, console: Console) -> None:
         tab.add_row(*(Text(r[i]) for i in keep))
     console.print(tab)
     if len(keep) < len(rt.HEADERS):
-        console.print(Text("  rates at ncu's median kernel time (at the loop's measured clock where there is one) where ncu "
+        console.print(Text("  rates at ncu's median kernel time (at the loop's clock from nsys GPU metrics or timer stamps where there is one) where ncu "
                  "profiled the benchmark, else the timer's; a point above its roof is 'inconsistent'"), style="dim")
     for who, why in rt.reasons(result):
         console.print(Text(f"  {who}: {why}"), style="dim")
