@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 import typer
 from rich.console import Console
@@ -140,12 +143,27 @@ def piped_width(fits: int) -> int | None:
     return fits if stdout_piped() else None
 
 
-def write_output(path: Path, text: str) -> None:
-    """Write a command's output to its ``-o`` file; one clear error when that cannot be done."""
+@contextmanager
+def output_file(path: Path) -> Iterator[TextIO]:
+    """A command's ``-o`` file as a stream, written atomically (core/jsonfile.py: a reader never sees
+    half of it, and a failed command leaves no file); one clear error when it cannot be written."""
+    from nsightwrap.core.jsonfile import atomic_text_file
+
     try:
-        path.write_text(text, encoding="utf-8")
+        if path.exists() and not path.is_file():  # /dev/stdout, a FIFO: nothing to replace, written in place
+            with path.open("w", encoding="utf-8") as f:
+                yield f
+            return
+        with atomic_text_file(path) as f:
+            yield f
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror}", hint="choose another -o path") from None
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write a command's output to its ``-o`` file (``output_file``)."""
+    with output_file(path) as f:
+        f.write(text)
 
 
 def _register() -> None:

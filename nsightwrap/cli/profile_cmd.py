@@ -395,7 +395,8 @@ def profile_command(
     ] = None,
     metrics: Annotated[
         str | None,
-        typer.Option("--metrics", metavar="METRICS", help="More ncu metrics, comma separated, added to the default set."),
+        typer.Option("--metrics", metavar="METRICS", help="More ncu metrics (counters) for the ncu pass to collect, comma separated, added to "
+                     "the default set. Not compare --metric, which picks the timing compare judges."),
     ] = None,
     section_set: Annotated[
         str | None, typer.Option("--set", metavar="SET", help="ncu section set to collect as well (e.g. full).")
@@ -495,9 +496,9 @@ def profile_command(
         typer.Option(
             "--ncu-counters-cap", min=0, metavar="N",
             help="With --duration-pass always, profile each distinct kernel launch at most N times in the ncu pass "
-            "(its counters take 17 replays per kernel and repeat between launches of one shape doing the same "
-            "work); the duration pass times up to 8x --ncu-kernel-cap instances, each with its own duration. "
-            "0: --ncu-kernel-cap.",
+            "(its counters take 17 replay passes per kernel on an H200 and repeat between launches of one shape "
+            "doing the same work); the duration pass times up to 8x --ncu-kernel-cap instances, each with its "
+            "own duration. 0: use --ncu-kernel-cap's value.",
         ),
     ] = DEFAULT_NCU_COUNTERS_CAP,
     nsys_loop_ms: Annotated[

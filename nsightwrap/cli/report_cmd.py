@@ -41,7 +41,9 @@ def report_command(
     strict: Annotated[
         bool,
         typer.Option("--strict", help="Exit 1 when any benchmark's verdict is not ok or explained "
-                     "(flagged, unexplained, no_ncu, no_timer, no_data), or when no benchmark was measured."),
+                     "(flagged, unexplained, no_ncu, no_timer, no_data), or when no benchmark was measured. "
+                     "Without it report exits 0 whatever the verdicts (compare, by contrast, exits 1 on a "
+                     "regression unless --no-fail)."),
     ] = False,
     full: Annotated[
         bool,
@@ -57,7 +59,7 @@ def report_command(
 
     Examples:
 
-      nsightwrap report RUN --format md -o report.md   # for a GitHub issue (cut to 65,536 characters)
+      nsightwrap report RUN --format md -o report.md   # for a GitHub comment (cut to 65,536 characters)
 
       nsightwrap report RUN --format md --full -o report.md   # all of it in Markdown
 
@@ -71,8 +73,9 @@ def report_command(
 
       nsightwrap report RUN --device-file FILE   # roofline against measured ceilings (nsightwrap device)
 
-    Exit codes: 0 ok, 1 --strict found a benchmark to look at, 2 bad input, 5 a report reader
-    crashed, 8 --format html without matplotlib (pip install 'nsightwrap[html]').
+    Exit codes: 0 ok (whatever the verdicts, unless --strict), 1 --strict found a benchmark to
+    look at, 2 bad input, 5 a report reader crashed, 8 --format html without matplotlib
+    (pip install 'nsightwrap\\[html]'). compare, by contrast, exits 1 on a regression by default.
     """
     from nsightwrap.analysis.load import analyze
     from nsightwrap.run.ncu_isolated import read_ncu_rep_isolated

@@ -8,31 +8,44 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
-from collections.abc import Mapping
+import secrets
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from nsightwrap.core.errors import InputNotFound, ReportParseError
 
 
-def write_json_atomic(
-    path: str | os.PathLike[str], data: Mapping[str, Any], *, indent: int = 2, allow_nan: bool = True
-) -> None:
-    """Write JSON through a hidden temporary file in the same directory and rename it into place,
-    so a reader never sees half a file (and a glob for the final name never sees the temporary)."""
+@contextmanager
+def atomic_text_file(path: str | os.PathLike[str]) -> Iterator[TextIO]:
+    """A text file to write, made through a hidden temporary file in the same directory and renamed
+    into place when the block ends without an error (removed when it raises), so a reader never
+    sees half a file and a glob for the final name never sees the temporary. Written as a stream:
+    a large output costs no second copy in memory."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    # Mode 0o666 less the umask, as open() gives: the file reads like any other (mkstemp's 0o600
+    # would hide a report from the CI job or colleague it was written for).
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=indent, allow_nan=allow_nan)
-            f.write("\n")
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(
+    path: str | os.PathLike[str], data: Mapping[str, Any], *, indent: int = 2, allow_nan: bool = True
+) -> None:
+    """Write JSON atomically (``atomic_text_file``)."""
+    with atomic_text_file(path) as f:
+        json.dump(data, f, indent=indent, allow_nan=allow_nan)
+        f.write("\n")
 
 
 def read_json_object(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
