@@ -376,7 +376,7 @@ def nothing_measured_line(root: Path) -> str:
         "  nsightwrap profile --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT -o run-$SLURM_ARRAY_TASK_ID "
         "sweep.py   # one task of a Slurm array, then nsightwrap merge (docs/cluster.md)\n\n"
         "  nsightwrap profile --gpus all --replicate sweep.py   # GPU-to-GPU variance\n\n"
-        "Exit codes: 0 ok, 3 a tool or the target failed, 4 timeout, 5 a report reader crashed, "
+        "Exit codes: 0 ok, 2 bad usage or input, 3 a tool or the target failed, 4 timeout, 5 a report reader crashed, "
         "6 nothing was measured (no GPU, no ncu/nsys, no timings captured), 130 interrupted."
     ),
 )
