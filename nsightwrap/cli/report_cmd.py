@@ -36,7 +36,8 @@ def report_command(
     ] = 10.0,
     clock_ref: Annotated[
         str,
-        typer.Option("--clock-ref", metavar="plain|boost|base|HZ", help="Clock to compare at: plain (measured in the plain pass), boost, base or HZ."),
+        typer.Option("--clock-ref", metavar="plain|boost|base|HZ", help="Clock to compare at: plain (measured in the plain pass), boost, base, or a frequency "
+                     "(1.98e9, 1980MHz, 1.6GHz)."),
     ] = "plain",
     strict: Annotated[
         bool,
@@ -51,8 +52,8 @@ def report_command(
     ] = False,
     device_file: Annotated[
         Path | None,
-        typer.Option("--device-file", metavar="FILE", help="Roofs from this device file (nsightwrap device) "
-                     "(default: RUN_DIR/env/device.json, else the GPU's cached one, else datasheet)."),
+        typer.Option("--device-file", metavar="FILE", help="Roofs from this device file, as nsightwrap device writes it "
+                     "(default: RUN_DIR/env/device.json, else the GPU's cached one, else the datasheet's)."),
     ] = None,
 ) -> None:
     """Reconcile the timer, ncu and nsys numbers of a run and explain every discrepancy.
