@@ -2,15 +2,24 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# One .venv, two stamps: make demo installs nsightwrap with the [html] extra only (matplotlib, for
+# the HTML report), make test the [dev] extra (which holds [html]) on top of it.
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-html
 
 .PHONY: test test-slow test-lowest lint typecheck unit demo gpu-test clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[html]'
+	touch $(DEMO_STAMP)
+
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
 
 ## test: lint, type-check and run the CPU test suite but its slow tests (well under 5 minutes)
 test: $(STAMP) lint typecheck unit
@@ -43,8 +52,8 @@ test-lowest:
 # The roofs of the demo report: the ceilings nsightwrap device measured on an H200 (docs/device.md).
 DEVICE_FILE := fixtures/device/h200.json
 
-## demo: the main job on a machine with no GPU, on the shipped H200 run directory
-demo: $(STAMP)
+## demo: the main job on a machine with no GPU, on the shipped H200 run directory (installs .[html] only)
+demo: $(DEMO_STAMP)
 	$(BIN)/nsightwrap report fixtures/runs/h200-example --device-file $(DEVICE_FILE) --format table
 	$(BIN)/nsightwrap report fixtures/runs/h200-example --device-file $(DEVICE_FILE) --format md -o nsightwrap-demo-report.md
 	$(BIN)/nsightwrap report fixtures/runs/h200-example --device-file $(DEVICE_FILE) --format html -o nsightwrap-demo-report.html

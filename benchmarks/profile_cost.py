@@ -1,5 +1,5 @@
 """What a whole ``nsightwrap profile`` costs against the script's plain run and against the same
-tools run by hand, side by side in one run (issue 29: a whole profile in <= 3x the plain run).
+tools run by hand, side by side in one run (the target: a whole profile in <= 3x the plain run).
 
     python benchmarks/profile_cost.py [--json OUT.json] [--work DIR] [--profile-args "..."] SCRIPT [ARGS...]
 

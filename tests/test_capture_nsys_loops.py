@@ -1,4 +1,4 @@
-"""Shorter loops under nsys (issue 29): the capture layer caps do_bench's ``warmup``/``rep`` and
+"""Shorter loops under nsys: the capture layer caps do_bench's ``warmup``/``rep`` and
 Timer's autorange run times at ``NSIGHTWRAP_NSYS_LOOP_MS`` in the nsys pass only, says so in the
 nsys pass's own sidecar, and leaves the plain pass and ``timeit`` as the script asks. Real
 subprocesses over the stand-in torch / triton of tests/capture_standins (simulated GPU time)."""

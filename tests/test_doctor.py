@@ -427,3 +427,29 @@ def test_profile_shows_the_quick_checks_that_are_not_ok(
     assert not any(" ok " in ln for ln in shown)
     r = profile(capsys, "-o", str(tmp_path / "run2"), "--passes", "plain", "--no-analyze", "--no-checks", str(TARGET))
     assert r.code == 0 and "doctor:" not in r.err
+
+
+def test_output_file_holds_what_stdout_would(fakes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _cli(capsys, "--quick")
+    table = tmp_path / "doctor.txt"
+    code_o, out_o, err_o = _cli(capsys, "--quick", "-o", str(table))
+    assert (code_o, out_o) == (code, "") and table.read_text() == out and f"written to {table}" in err_o
+    assert "\x1b[" not in table.read_text()  # plain text, no terminal colours
+    _, out_j, _ = _cli(capsys, "--quick", "--format", "json")
+    doc = tmp_path / "doctor.json"
+    code_j, _, _ = _cli(capsys, "--quick", "--format", "json", "--output", str(doc))
+    shown, written = json.loads(out_j), json.loads(doc.read_text())
+    assert code_j == code and [(c["name"], c["status"]) for c in written["checks"]] == [
+        (c["name"], c["status"]) for c in shown["checks"]
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no temporary left
+
+
+def test_output_into_a_missing_folder_is_one_line_exit_2(
+    fakes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _cli(capsys, "--quick", "-o", str(tmp_path / "nowhere" / "doctor.txt"))
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        f"error: cannot write {tmp_path / 'nowhere' / 'doctor.txt'}: No such file or directory; choose another -o path"
+    ]

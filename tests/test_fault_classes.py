@@ -1,4 +1,5 @@
-"""Fault classes of issue 31: each one line, its own exit code, no traceback."""
+"""Faults a user can meet, each as nsightwrap promises: one line, its own exit code, no traceback;
+hostile kernel names escaped; outputs that fit their limits and say what they left out."""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
-"""Every command's --help: exits 0, no ``<bool>`` metavar, an example, and the exit codes named."""
+"""Every command's --help: exits 0, no ``<bool>`` metavar, an example, the exit codes named, and
+plain text as written (no reST double backticks; nothing in [brackets] taken as rich markup)."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 import typer
@@ -41,6 +44,7 @@ def test_help(path: list[str]) -> None:
     assert "<bool>" not in r.output and "Traceback" not in r.output
     if path:  # every command shows how it is used
         assert "nsightwrap " + path[0] in r.output
+    assert "``" not in r.output  # reST markup reads as noise in a terminal: plain text or single backticks
 
 
 def test_profile_and_compare_name_their_exit_codes() -> None:
@@ -49,7 +53,7 @@ def test_profile_and_compare_name_their_exit_codes() -> None:
         assert code in " ".join(r.output.split()), r.output
 
 
-# -- one grammar (issue 31.5): docs/cli.md ---------------------------------------------------------
+# -- one grammar: docs/cli.md -------------------------------------------------------------------
 
 #: One idea, one option name, in every command that has the idea (keyed by the parameter's name
 #: in the code). A new command reusing an idea under another name fails here.
@@ -162,3 +166,44 @@ def test_gpu_means_one_thing_in_every_command(monkeypatch) -> None:
     assert smi_index(0) == 2 and smi_index(1) == 3
     with pytest.raises(UsageError, match=r"--gpu 2: CUDA_VISIBLE_DEVICES=2,3 holds 2 GPU\(s\)"):
         smi_index(2)
+
+
+def _written_helps(cmd: object) -> list[str]:
+    """The help texts as written in the code: the command's own, its epilog and every option's."""
+    texts = [getattr(cmd, "help", None) or "", getattr(cmd, "epilog", None) or ""]
+    texts += [getattr(p, "help", None) or "" for p in getattr(cmd, "params", [])]
+    return [t for t in texts if t]
+
+
+@pytest.mark.parametrize(
+    ("name", "cmd"), [("", typer.main.get_command(app)), *COMMANDS], ids=["nsightwrap", *(n for n, _ in COMMANDS)]
+)
+def test_bracketed_text_survives_rich_markup(name: str, cmd: object) -> None:
+    """rich reads ``[html]`` as a style tag and drops it unless it is escaped (``\\[html]``): every
+    bracketed word written in a help is shown as written."""
+    r = CliRunner().invoke(app, [*name.split(), "--help"], terminal_width=400)
+    shown = " ".join(r.output.split())
+    written = [m.lstrip("\\") for t in _written_helps(cmd) for m in re.findall(r"\\?\[[^\]\s]+\]", t)]
+    for token in written:
+        assert token in shown, (name, token)
+
+
+def test_the_html_extra_is_named_in_full() -> None:
+    for cmd in ([], ["report"]):
+        r = CliRunner().invoke(app, [*cmd, "--help"], terminal_width=400)
+        assert "pip install 'nsightwrap[html]'" in " ".join(r.output.split()), cmd
+
+
+def test_report_and_compare_say_which_fails_by_default() -> None:
+    """report exits 1 only with --strict, compare on a regression unless --no-fail: each help says both."""
+    for cmd, own, other in (("report", "--strict", "--no-fail"), ("compare", "--no-fail", "--strict")):
+        r = CliRunner().invoke(app, [cmd, "--help"], terminal_width=400)
+        help_of = {p.opts[0]: p.help or "" for p in dict(COMMANDS)[cmd].params}
+        assert other in help_of[own], (cmd, help_of[own])
+        assert "by contrast" in " ".join(r.output.split()), cmd
+
+
+def test_metric_and_metrics_point_at_each_other() -> None:
+    helps = {(n, p.opts[0]): p.help or "" for n, c in COMMANDS for p in c.params}
+    assert "profile --metrics" in helps[("compare", "--metric")]
+    assert "compare --metric" in helps[("profile", "--metrics")]

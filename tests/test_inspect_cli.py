@@ -331,3 +331,30 @@ def test_ncu_csv_with_the_profilers_own_lines_first(tmp_path: Path, capsys: pyte
     code, out, err = cli(capsys, str(csv), "--format", "json")
     assert code == 0, err
     assert len(json.loads(out)) == 18
+
+
+def test_output_file_holds_what_each_format_prints(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    sidecar = ROOT / "fixtures" / "runs" / "h200-example" / "plain" / "timer-833.json"  # quick to read
+    for fmt in ("csv", "json", "md", "table"):
+        code, out, _ = cli(capsys, str(sidecar), "--format", fmt)
+        dest = tmp_path / f"timings.{fmt}"
+        code_o, out_o, err_o = cli(capsys, str(sidecar), "--format", fmt, "-o", str(dest))
+        assert (code, code_o, out_o) == (0, 0, "") and f"written to {dest}" in err_o
+        assert dest.read_text() == out, fmt  # the same text, whole (a pipe, like a file, gets no colour)
+    assert [r["name"] for r in json.loads((tmp_path / "timings.json").read_text())][:2] == ["mm_large", "mm_skinny"]
+    # Written through a temporary that is renamed into place, with the mode any new file gets.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"timings.{f}" for f in ("csv", "json", "md", "table")]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "timings.csv").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_output_is_not_written_when_the_report_is_bad(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"not a database")
+    dest = tmp_path / "ops.csv"
+    code, out, err = cli(capsys, str(bad), "--format", "csv", "-o", str(dest))
+    assert code == 2 and out == "" and err.startswith("error: ") and not dest.exists()
+    code, _, err = cli(capsys, str(SQLITE), "--format", "csv", "-o", str(tmp_path))  # a folder, not a file
+    assert code == 2 and f"cannot write {tmp_path}" in err and "choose another -o path" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.sqlite"]

@@ -1,4 +1,4 @@
-"""The clock sweep's passes only where they can change an answer (issue 29): decided after the
+"""The clock sweep's passes only where they can change an answer: decided after the
 other passes from the run so far (analysis/basepass.py, analysis/whatif.py), on the shipped H200
 runs and end to end with the fake tools."""
 

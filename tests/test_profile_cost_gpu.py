@@ -1,4 +1,4 @@
-"""Issue 29 on a GPU: the nsys pass of the unmodified GEMM sweep examples/gemm_sweep_plain.py
+"""What a profile costs, on a GPU: the nsys pass of the unmodified GEMM sweep examples/gemm_sweep_plain.py
 (16 do_bench calls of rep=400 ms, 4 Timer.blocked_autorange of 1 s) runs its loops capped at
 100 ms (--nsys-loop-ms), costs at most 2x the plain pass (4.1x uncapped, 2026-12-04), and keeps
 every benchmark. Needs nsys, torch with CUDA and triton."""

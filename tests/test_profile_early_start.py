@@ -1,4 +1,4 @@
-"""The base pass started early (issue 29, on by default): it starts as the duration pass goes,
+"""The base pass started early (on by default): it starts as the duration pass goes,
 held by the capture layer before the script's first line until its turn; it goes while the
 analysis decides whether it is needed and is stopped when it is not. Real
 subprocesses: the capture layer over the stand-ins, the fake tools on PATH."""

@@ -1,4 +1,4 @@
-"""``nsightwrap profile``'s plan, ``--budget`` and ``--ncu-kernel-cap`` (issue 29), end to end with
+"""``nsightwrap profile``'s plan, ``--budget`` and ``--ncu-kernel-cap``, end to end with
 the fake ncu / nsys / nvidia-smi on PATH running the real target."""
 
 from __future__ import annotations

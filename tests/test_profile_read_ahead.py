@@ -1,4 +1,4 @@
-"""Reports read ahead while the passes go on (issue 29): each report the analysis needs is read
+"""Reports read ahead while the passes go on: each report the analysis needs is read
 in the background once its pass has ended, so that the clock sweep's checks and the final
 analysis find it read (``analysis.basepass.ReadOnce``, ``Profiler.read_ahead``)."""
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import typer
 from rich.console import Console
@@ -141,20 +143,22 @@ def piped_width(fits: int) -> int | None:
     return fits if stdout_piped() else None
 
 
-def write_output(path: Path, text: str | bytes) -> None:
-    """Write a command's output to its ``-o`` file; one clear error when that cannot be done:
-    a full disk is DiskFull (exit 3) and leaves no file behind (and an old one as it was), any
-    other failure a UsageError (exit 2). A path that exists and is no regular file (a FIFO,
-    ``/dev/stdout``) is written as it is."""
-    from nsightwrap.core.jsonfile import write_text_atomic
+@contextmanager
+def output_file(path: Path) -> Iterator[TextIO]:
+    """A command's ``-o`` file as a stream, written atomically (core/jsonfile.py: a reader never sees
+    half of it, and a failed command leaves no file); one clear error when it cannot be written: a
+    full disk is DiskFull (exit 3) and leaves an old file as it was, any other failure a UsageError
+    (exit 2). A path that exists and is no regular file (a FIFO, ``/dev/stdout``) is written in place."""
+    from nsightwrap.core.jsonfile import atomic_text_file
 
     hint = "free space there, or choose another -o path"
     try:
         if path.exists() and not path.is_file():
-            with open(path, "wb") as f:
-                f.write(text.encode("utf-8") if isinstance(text, str) else text)
-        else:
-            write_text_atomic(path, text)
+            with path.open("w", encoding="utf-8") as f:
+                yield f
+            return
+        with atomic_text_file(path) as f:
+            yield f
     except DiskFull as exc:
         raise DiskFull(exc.message, hint=hint) from None
     except OSError as exc:
@@ -206,6 +210,12 @@ class _GuardedStdout:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+def write_output(path: Path, text: str | bytes) -> None:
+    """Write a command's output to its ``-o`` file (``output_file``)."""
+    with output_file(path) as f:
+        f.write(text.decode("utf-8") if isinstance(text, bytes) else text)
 
 
 def _register() -> None:

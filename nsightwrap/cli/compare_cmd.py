@@ -66,17 +66,24 @@ def compare_command(
         Preset, typer.Option("--preset", metavar="tight|default|loose", help="tight (2%), default (5%), loose (10%, alpha 0.001).")
     ] = Preset.default,
     metric: Annotated[
-        Metric, typer.Option("--metric", metavar="timer|ncu|nsys", help="Which timing to compare: timer, ncu or nsys.")
+        Metric,
+        typer.Option(
+            "--metric", metavar="timer|ncu|nsys",
+            help="Which of the runs' timings to judge: timer (the script's own timing), ncu or nsys (their "
+                 "kernel durations). Not profile --metrics, the ncu counters a profile collects.",
+        ),
     ] = Metric.timer,
     fmt: Annotated[
         Format, typer.Option("--format", metavar="table|md|json|junit", help="Output: table, md, json or junit.")
     ] = Format.table,
     fmt_f: Annotated[Format | None, typer.Option("-f", hidden=True, help=OLD_FORMAT_HELP)] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the output to this file.")
+        Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE instead of stdout.")
     ] = None,
     no_fail: Annotated[
-        bool, typer.Option("--no-fail", help="Exit 0 even when a benchmark is SLOWER.")
+        bool,
+        typer.Option("--no-fail", help="Exit 0 even when a benchmark is SLOWER. Without it compare exits 1 on a "
+                     "regression (report, by contrast, exits 1 only with --strict)."),
     ] = False,
     allow_different_gpu: Annotated[
         bool, typer.Option("--allow-different-gpu", help="Compare runs made on different GPUs.")
@@ -102,10 +109,12 @@ def compare_command(
     ratio past the tolerance. The verdict follows time: a change the SM clock accounts for
     (cycles, by each benchmark's clock elasticity) is SAME only where the clock change was the
     environment's (heat, another tenant, another GPU), never where the new code's own power
-    draw at the power cap lowered its clock. Exit 1 when any benchmark is SLOWER (unless
-    --no-fail). Energy per call, where both runs
-    recorded it (NVML), gets its own verdict beside the time verdict: MORE, LESS, SAME or
-    AMBIGUOUS, by the same statistics; --fail-on-energy makes MORE fail too.
+    draw at the power cap lowered its clock. Energy per call, where both runs recorded it
+    (NVML), gets its own verdict beside the time verdict: MORE, LESS, SAME or AMBIGUOUS, by the
+    same statistics.
+
+    compare fails by default: exit 1 when any benchmark is SLOWER (--no-fail turns that off;
+    --fail-on-energy makes MORE energy fail too). report, by contrast, exits 1 only with --strict.
 
     Examples:
 

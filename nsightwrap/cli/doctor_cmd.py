@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Callable
 from enum import Enum
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from nsightwrap.cli import GPU_INDEX, OLD_FORMAT_HELP, app
+from nsightwrap.cli import GPU_INDEX, OLD_FORMAT_HELP, app, write_output
 from nsightwrap.core.errors import UsageError
 
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
@@ -76,9 +78,16 @@ def doctor_command(
     ] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Skip the checks that run ncu and import torch (seconds).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="More output: the evidence of every check.")] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write to FILE instead of stdout: what --format gives, "
+                     "the file replaced whole once it is complete (the exit code is the same)."),
+    ] = None,
 ) -> None:
-    """Find what would make the numbers wrong before a run: every check ok, warn or fail, with
-    its evidence and its fix. Exit 0 when all are ok, 1 with warnings, 2 with failures.
+    """Find what would make the numbers wrong before a run: each check ok, warn or fail, with its fix.
+
+    Every check comes with its evidence (-v shows it) and, where it is not ok, its fix. Exit 0
+    when all are ok, 1 with warnings, 2 with failures.
 
     Checks ncu and nsys (where, which version), nsys's importer (libdw), GPU performance counters
     (ncu on a tiny kernel: ERR_NVGPUCTRPERM), whether ncu can lock clocks, the Python packages
@@ -90,7 +99,7 @@ def doctor_command(
 
       nsightwrap doctor   # before a benchmark session
 
-      nsightwrap doctor --format json > doctor.json   # in CI, keep the evidence
+      nsightwrap doctor --format json -o doctor.json   # in CI, keep the evidence
 
       nsightwrap doctor --gpu 1 -v   # the second GPU, with the evidence of every check
     """
@@ -102,10 +111,16 @@ def doctor_command(
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     show = fmt is Format.table and err.is_terminal
     report = run_checks(gpu, fast=quick, progress=(lambda text: err.print(f"[dim]{text}[/]")) if show else None)
+    buf = io.StringIO() if output is not None else None
     if fmt is Format.json:
-        typer.echo(json.dumps(report.to_dict(), indent=2, default=str))
+        text = json.dumps(report.to_dict(), indent=2, default=str)
+        if buf is None:
+            typer.echo(text)
+        else:
+            buf.write(text + "\n")
     else:
-        out = Console(highlight=False, soft_wrap=True)
+        # Into a file: plain text, every check on one line (a Console on a StringIO has no colour).
+        out = Console(file=buf, highlight=False, soft_wrap=True)
         width = max(len(c.name) for c in report.checks)
         for c in report.checks:
             out.print(check_line(c, width))
@@ -114,4 +129,7 @@ def doctor_command(
         counts = {s: sum(c.status.value == s for c in report.checks) for s in ("ok", "warn", "fail")}
         target = f" (GPU {report.gpu})" if report.gpu is not None else ""
         out.print(Text(f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail{target}"))
+    if output is not None and buf is not None:
+        write_output(output, buf.getvalue())
+        err.print(f"written to {output}", markup=False)
     raise typer.Exit(report.exit_code)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 
-from nsightwrap.cli import OLD_FORMAT_HELP, app
+from nsightwrap.cli import OLD_FORMAT_HELP, app, err_console, output_file
 
 
 class By(str, Enum):
@@ -29,7 +29,7 @@ class Format(str, Enum):
 
 HELP = """Show what one report holds: its GPU kernels and copies, or its NVTX ranges.
 
-The kind of file is read from its content: an Nsight Systems export (.sqlite) or report (.nsys-rep, exported with nsys on PATH), an Nsight Compute report (.ncu-rep) or its `--csv --page raw` export, nvidia-smi -q -x XML or --query-gpu CSV, or a timer sidecar JSON.
+The kind of file is read from its content: an Nsight Systems export (.sqlite) or report (.nsys-rep, exported with nsys on PATH), an Nsight Compute report (.ncu-rep) or its CSV export (ncu --csv --page raw), nvidia-smi -q -x XML or --query-gpu CSV, or a timer sidecar JSON.
 
 A terminal table holds the first 2,000 rows (--limit N for another number, --limit 0 for all) and ends with a line saying how many it left out. --format csv, json and md write every row (unless --limit is given), a chunk of rows at a time: the formats for a report of a million ops.
 
@@ -39,7 +39,7 @@ Examples:
 
   nsightwrap inspect run/nsys/report.sqlite --by range
 
-  nsightwrap inspect run/nsys/report.nsys-rep --format csv > ops.csv
+  nsightwrap inspect run/nsys/report.nsys-rep --format csv -o ops.csv
 
   nsightwrap inspect run/nsys/report.sqlite --limit 50
 
@@ -59,6 +59,11 @@ def inspect(
         Format, typer.Option("--format", metavar="table|csv|json|md", help="table (terminal), csv, json or md (Markdown).")
     ] = Format.table,
     fmt_f: Annotated[Format | None, typer.Option("-f", hidden=True, help=OLD_FORMAT_HELP)] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write to FILE instead of stdout: what --format gives, "
+                     "the file replaced whole once it is complete."),
+    ] = None,
     limit: Annotated[
         int | None,
         typer.Option(
@@ -89,11 +94,20 @@ def inspect(
     )
     if limit is None:
         limit = TABLE_ROWS if fmt is Format.table else 0
-    write_frame(
-        view.frame,
-        fmt.value,
-        title=view.title,
-        table_columns=view.table_columns,
-        md_columns=view.md_columns,
-        max_rows=limit or None,
-    )
+    def write(out: TextIO | None) -> None:
+        write_frame(
+            view.frame,
+            fmt.value,
+            title=view.title,
+            table_columns=view.table_columns,
+            md_columns=view.md_columns,
+            max_rows=limit or None,
+            out=out,
+        )
+
+    if output is None:
+        write(None)
+        return
+    with output_file(output) as f:  # streamed: a million-op CSV is never held as one string
+        write(f)
+    err_console.print(f"written to {output}", markup=False, highlight=False)

@@ -30,7 +30,7 @@ def merge_command(
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and the final line.")] = False,
 ) -> None:
-    """Merge the run directories of ``profile --shard I/N`` into one run directory.
+    """Merge the run directories of profile --shard I/N into one run directory.
 
     Every shard 0..N-1 must be there once, the benchmarks dealt to them must neither overlap nor
     leave a gap, and the shards must have run on one GPU model with one nsightwrap version

@@ -423,8 +423,8 @@ def nothing_measured_line(root: Path) -> str:
         "  nsightwrap profile --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT -o run-$SLURM_ARRAY_TASK_ID "
         "sweep.py   # one task of a Slurm array, then nsightwrap merge (docs/cluster.md)\n\n"
         "  nsightwrap profile --gpus all --replicate sweep.py   # GPU-to-GPU variance\n\n"
-        "Exit codes: 0 ok, 3 a tool or the target failed, or the disk was full, 4 timeout, 5 a report reader "
-        "crashed, 6 nothing was measured (no GPU, no ncu/nsys, no timings captured), 130 interrupted."
+        "Exit codes: 0 ok, 2 bad usage or input, 3 a tool or the target failed, or the disk was full, 4 timeout, 5 a report reader crashed, "
+        "6 nothing was measured (no GPU, no ncu/nsys, no timings captured), 130 interrupted."
     ),
 )
 def profile_command(
@@ -442,7 +442,8 @@ def profile_command(
     ] = None,
     metrics: Annotated[
         str | None,
-        typer.Option("--metrics", metavar="METRICS", help="More ncu metrics, comma separated, added to the default set."),
+        typer.Option("--metrics", metavar="METRICS", help="More ncu metrics (counters) for the ncu pass to collect, comma separated, added to "
+                     "the default set. Not compare --metric, which picks the timing compare judges."),
     ] = None,
     section_set: Annotated[
         str | None, typer.Option("--set", metavar="SET", help="ncu section set to collect as well (e.g. full).")
@@ -542,9 +543,9 @@ def profile_command(
         typer.Option(
             "--ncu-counters-cap", min=0, metavar="N",
             help="With --duration-pass always, profile each distinct kernel launch at most N times in the ncu pass "
-            "(its counters take 17 replays per kernel and repeat between launches of one shape doing the same "
-            "work); the duration pass times up to 8x --ncu-kernel-cap instances, each with its own duration. "
-            "0: --ncu-kernel-cap.",
+            "(its counters take 17 replay passes per kernel on an H200 and repeat between launches of one shape "
+            "doing the same work); the duration pass times up to 8x --ncu-kernel-cap instances, each with its "
+            "own duration. 0: use --ncu-kernel-cap's value.",
         ),
     ] = DEFAULT_NCU_COUNTERS_CAP,
     nsys_loop_ms: Annotated[

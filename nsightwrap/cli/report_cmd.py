@@ -37,12 +37,15 @@ def report_command(
     ] = 10.0,
     clock_ref: Annotated[
         str,
-        typer.Option("--clock-ref", metavar="plain|boost|base|HZ", help="Clock to compare at: plain (measured in the plain pass), boost, base or HZ."),
+        typer.Option("--clock-ref", metavar="plain|boost|base|HZ", help="Clock to compare at: plain (measured in the plain pass), boost, base, or a frequency "
+                     "(1.98e9, 1980MHz, 1.6GHz)."),
     ] = "plain",
     strict: Annotated[
         bool,
         typer.Option("--strict", help="Exit 1 when any benchmark's verdict is not ok or explained "
-                     "(flagged, unexplained, no_ncu, no_timer, no_data), or when no benchmark was measured."),
+                     "(flagged, unexplained, no_ncu, no_timer, no_data), or when no benchmark was measured. "
+                     "Without it report exits 0 whatever the verdicts (compare, by contrast, exits 1 on a "
+                     "regression unless --no-fail)."),
     ] = False,
     full: Annotated[
         bool,
@@ -50,8 +53,8 @@ def report_command(
     ] = False,
     device_file: Annotated[
         Path | None,
-        typer.Option("--device-file", metavar="FILE", help="Roofs from this device file (nsightwrap device) "
-                     "(default: RUN_DIR/env/device.json, else the GPU's cached one, else datasheet)."),
+        typer.Option("--device-file", metavar="FILE", help="Roofs from this device file, as nsightwrap device writes it "
+                     "(default: RUN_DIR/env/device.json, else the GPU's cached one, else the datasheet's)."),
     ] = None,
     detail: Annotated[
         bool,
@@ -67,7 +70,7 @@ def report_command(
 
     Examples:
 
-      nsightwrap report RUN --format md -o report.md   # for a GitHub issue (cut to 65,536 characters)
+      nsightwrap report RUN --format md -o report.md   # for a GitHub comment (cut to 65,536 characters)
 
       nsightwrap report RUN --format md --full -o report.md   # all of it in Markdown
 
@@ -87,8 +90,9 @@ def report_command(
     files and these options are unchanged; one line on stderr says which (--reanalyze: analyse
     again).
 
-    Exit codes: 0 ok, 1 --strict found a benchmark to look at, 2 bad input, 5 a report reader
-    crashed, 8 --format html without matplotlib (pip install 'nsightwrap[html]').
+    Exit codes: 0 ok (whatever the verdicts, unless --strict), 1 --strict found a benchmark to
+    look at, 2 bad input, 5 a report reader crashed, 8 --format html without matplotlib
+    (pip install 'nsightwrap\\[html]'). compare, by contrast, exits 1 on a regression by default.
     """
     fmt = fmt_f or fmt
     if fmt is Format.html:  # before the analysis: a missing extra is told at once

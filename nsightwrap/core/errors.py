@@ -31,7 +31,7 @@ EXIT_INTERRUPTED = 130
 #: from (``exit_code_lines``; tests/test_exit_codes.py checks the README against it).
 EXIT_MEANINGS: tuple[tuple[int, str], ...] = (
     (EXIT_OK, "ok"),
-    (EXIT_FINDINGS, "findings that fail, and nothing else: --strict discrepancies (report, profile), regressions (compare)"),
+    (EXIT_FINDINGS, "findings that fail, and nothing else: report --strict discrepancies, compare regressions, doctor warnings"),
     (EXIT_BAD_INPUT, "usage error or bad input (a missing, damaged or unknown file), raw files kept"),
     (EXIT_TOOL_FAILED, "a tool or the profiled program failed, or an unexpected error (one line, traceback saved)"),
     (EXIT_TIMEOUT, "a pass timed out (--timeout); the run goes on with the next pass"),

@@ -938,7 +938,7 @@ def _clock_sweep(
         if decision is not None:
             runs, why = decision
             if plan is not None:
-                # check_s: the check's own time, on the profile's critical path (issue 29).
+                # check_s: the check's own time, on the profile's critical path (docs/profile.md).
                 plan.decided.append({"pass": name, "runs": runs, "why": why,
                                      "check_s": round(time.monotonic() - t_check, 3)})  # fmt: skip
             if not runs:

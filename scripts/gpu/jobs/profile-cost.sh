@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU job: what a whole `nsightwrap profile` costs against the plain run and the tools by hand
-# (benchmarks/profile_cost.py; issue 29), on the two unmodified examples, each once at the
+# (benchmarks/profile_cost.py; the target: <= 3x the plain run), on the two unmodified examples, each once at the
 # defaults (the sweep also against every kernel instance profiled); then the <= 3x GPU test.
 # About 500 s. Runs from the
 # repository root after `. scripts/gpu/env.sh`; writes under $JOB_OUT.
@@ -34,7 +34,7 @@ hand=--no-by-hand  # BY_HAND=1: the tools by hand too
 # MIXED_BASELINE: the baseline's, e.g. PROFILE_ARGS=--early-start GEMM_BASELINE=--no-early-start
 # sets an option against the defaults in one run.
 [ -z "${NO_GEMM:-}" ] && cost gemm "${GEMM_LIMIT:-330}" "${PROFILE_ARGS:-}" $hand --baseline-args="${GEMM_BASELINE:-$FULL}" examples/gemm_sweep_plain.py
-# The mixed script's baseline keeps the cap: uncapped, its ncu pass alone took 251 s (issue 29).
+# The mixed script's baseline keeps the cap: uncapped, its ncu pass alone took 251 s (docs/profile.md, "Bounded ncu work").
 [ -z "${NO_MIXED:-}" ] && cost mixed "${MIXED_LIMIT:-200}" "${PROFILE_ARGS:-}" --baseline-args="${MIXED_BASELINE:---base-pass always --duration-pass always --nsys-loop-ms 0 --no-early-start}" examples/mixed_graph_streams.py
 if [ -z "${NO_GPU_TEST:-}" ]; then
   t0=$(date +%s)
