@@ -9,7 +9,8 @@ set -u
 export PATH="/usr/local/cuda/bin:$PATH"
 mkdir -p "$JOB_OUT/runs"
 nvidia-smi --query-gpu=name,uuid,clocks.sm,temperature.gpu,power.draw --format=csv,noheader
-for s in ${SCRIPTS:-small_things matmul_autotune softmax_perf_report}; do
+# userscripts/NAME runs that script alone (its own .tgz: the machine returns files up to 16 MiB each).
+for s in ${JOB_PARAM:-${SCRIPTS:-small_things matmul_autotune softmax_perf_report}}; do
   for c in $(seq 1 "${CONTROL:-1}"); do
     t0=$(date +%s)
     timeout -k 5 "${LIMIT_EACH:-240}" python3 "studies/userscripts/$s.py" > "$JOB_OUT/$s.plain$c.log" 2>&1
