@@ -30,7 +30,7 @@ from nsightwrap.core.contract import (
     TRUSTED_CLOCK_SOURCES,
 )
 from nsightwrap.core.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
-from nsightwrap.core.jsonfile import read_json_object
+from nsightwrap.core.jsonfile import check_schema, read_json_object
 from nsightwrap.parsers.sidecar import check_sidecar, read_sidecar_doc
 
 #: Versions of the report JSON this reader understands (sidecars: nsightwrap.parsers.sidecar).
@@ -69,6 +69,7 @@ def _load(path: Path, metric: str, report_of: ReportOf | None) -> Side:
     fmt = doc.get("format")
     if fmt == REPORT_FORMAT:
         _check_version(path, doc, REPORT_VERSIONS, "report JSON")
+        check_schema(doc, "report", f"report JSON {path}")
         return side_from_report(doc, label=str(path), metric=metric, where=str(path))
     if fmt == SIDECAR_FORMAT:
         _need_timer(path, metric)

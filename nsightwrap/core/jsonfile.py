@@ -133,3 +133,15 @@ def finite_number(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         return None
     return float(v)
+
+
+def check_schema(doc: Any, schema: str, where: str) -> None:
+    """Refuse ``doc`` where a field it has breaks the shipped JSON Schema ``schema`` (``manifest``,
+    ``report``): one line naming ``where`` and the field, before any reader trips over it."""
+    from nsightwrap.schemas import problem  # the schemas import nothing: data and their checker
+
+    found = problem(doc, schema)
+    if found:
+        raise ReportParseError(
+            f"{where}: {found}", hint="the file was changed after nsightwrap wrote it; use the file nsightwrap wrote"
+        )

@@ -25,7 +25,7 @@ from nsightwrap.core.errors import (
     ReportParseError,
     UsageError,
 )
-from nsightwrap.core.jsonfile import read_json_object
+from nsightwrap.core.jsonfile import check_schema, read_json_object
 
 MANIFEST_FORMAT = "nsightwrap-run"
 MANIFEST_VERSION = 1
@@ -179,6 +179,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
             f"{path} has manifest version {data.get('version')!r}; this nsightwrap reads version {MANIFEST_VERSION}",
             hint="use the nsightwrap version that made the run",
         )
+    check_schema(data, "manifest", f"run manifest {path}")
     return data
 
 
@@ -195,6 +196,7 @@ def read_merged(run_dir: Path) -> dict[str, Any] | None:
             f"{path} has merged-run version {doc.get('version')!r}; this nsightwrap reads {MERGED_VERSION}",
             hint="use the nsightwrap version that merged the run",
         )
+    check_schema(doc, "manifest", f"run manifest {path}")
     for s in doc.get("shards") or []:
         if isinstance(s, Mapping) and s.get("dir"):
             check_inside(Path(run_dir), str(s["dir"]), path)
