@@ -33,7 +33,7 @@ from nsightwrap.export.compare_text import (
     settings_line,
     summary,
 )
-from nsightwrap.export.escape import html, md_cell
+from nsightwrap.export.escape import code_block, html, md_cell
 from nsightwrap.export.registry import exporter
 
 
@@ -189,7 +189,7 @@ def render_full_markdown(result: RunResult) -> str:
     out += power_markdown(result)
     out += ["## Environment", "", *_environment(result), ""]
     if result.environment.command:
-        out += ["## Reproduce", "", "```sh", shlex.join(result.environment.command), "```", ""]
+        out += ["## Reproduce", "", *code_block(shlex.join(result.environment.command), "sh"), ""]
     details = [line for b in result.benchmarks for line in _kernels(b)]
     if details:
         out += ["## Per-kernel details", "", *details]

@@ -1,7 +1,9 @@
 """The JSON Schemas of nsightwrap's files, shipped with the package: ``report.schema.json`` (what
 ``nsightwrap report --format json`` writes, docs/report-json.md) and ``manifest.schema.json``
-(``RUN_DIR/manifest.json``, docs/contracts.md). Each requires every field nsightwrap writes and
-allows fields a later version adds.
+(``RUN_DIR/manifest.json``, docs/contracts.md) and ``sidecar.schema.json`` (the timer sidecar,
+``RUN_DIR/plain/timer-<pid>.json``). Each requires every field nsightwrap writes (the sidecar:
+the fields a reader needs) and allows fields a later version adds. ``problem`` checks a document
+against one without jsonschema: every reader of these files uses it (docs/faults.md).
 
     import json, jsonschema, nsightwrap.schemas as s
     jsonschema.validate(json.load(open("run.json")), s.load("report"))
@@ -10,14 +12,15 @@ allows fields a later version adds.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-NAMES = ("report", "manifest")
+NAMES = ("report", "manifest", "sidecar")
 
 
 def load(name: str) -> dict[str, Any]:
-    """The schema ``name`` (``report`` or ``manifest``) as a dict."""
+    """The schema ``name`` (one of ``NAMES``) as a dict."""
     if name not in NAMES:
         raise KeyError(f"no schema {name!r} (schemas: {', '.join(NAMES)})")
     text = resources.files(__name__).joinpath(f"{name}.schema.json").read_text(encoding="utf-8")
@@ -104,5 +107,10 @@ def problem(doc: Any, name: str, *, required: bool = False) -> str | None:
     use (type, properties, items, const, enum, minimum, oneOf, $ref), so that the product needs
     no jsonschema; ``required=False`` checks the fields a document has and lets it lack some (a
     run still running, a file written by an older version)."""
-    root = load(name)
+    root = _cached(name)
     return _problem(doc, root, root, "", required)
+
+
+@lru_cache(maxsize=None)
+def _cached(name: str) -> dict[str, Any]:
+    return load(name)  # read, never changed
