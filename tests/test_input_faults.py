@@ -228,11 +228,13 @@ CASES: list[Case] = [
 ]  # fmt: skip
 #: SQLite damage done through SQL (the file stays a database; its content is hostile).
 SQL_CASES = {
-    "sqlite-type": (frozenset({0, 2}), "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'x', end = x'00'"),
-    "sqlite-null": (frozenset({0, 2}), "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = NULL"),
+    "sqlite-type": (frozenset({2}), "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'x', end = x'00'"),
+    "sqlite-reversed": (frozenset({0, 2}), "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = end + 1000"),
     "sqlite-control": (frozenset({0}), f"UPDATE StringIds SET value = value || '{HOSTILE}'"),
-    "sqlite-no-table": (frozenset({2}), "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL"),
-    "sqlite-surrogate": (frozenset({0}), "UPDATE StringIds SET value = value || CAST(x'eda080' AS TEXT)"),
+    # A capture without kernels has no kernel table: inspect lists what else there is.
+    "sqlite-no-table": (frozenset({0, 2}), "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL"),
+    # Bytes that are not UTF-8 (an encoded lone surrogate) in a name: refused, naming the file.
+    "sqlite-surrogate": (frozenset({2}), "UPDATE StringIds SET value = value || CAST(x'eda080' AS TEXT)"),
 }
 
 
