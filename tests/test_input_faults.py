@@ -12,6 +12,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -33,6 +34,34 @@ REF = ROOT / "fixtures" / "reference" / "h200-workload"
 DEVICE = ROOT / "fixtures" / "device" / "h200.json"
 HOSTILE = "mm\x1b[2J\x1b]8;;http://x\x07link\x1b]52;c;ZXZpbA==\x07\u202eevil\x9b"
 DEEP = 100_000
+
+
+def _doc_rows() -> dict[str, tuple[frozenset[int], str]]:
+    """docs/faults.md, section "Input files": case id -> (exit codes, message pattern)."""
+    text = (ROOT / "docs" / "faults.md").read_text().split("\n## Input files\n", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in text.splitlines():
+        m = re.match(r"\| `([^`]+)`: .* \| ([\d, or]+) \| (.*) \|$", line)
+        if m:
+            codes = frozenset(int(c) for c in re.findall(r"\d+", m.group(2)))
+            msg = re.match(r"^(`+) ?(.*?) ?\1$", m.group(3))
+            rows[m.group(1)] = (codes, msg.group(2) if msg else "")
+    return rows
+
+
+DOC_ROWS = _doc_rows()
+
+
+def check_documented(case_id: str, code: int, err: str, target: Path) -> None:
+    """The exit code and message docs/faults.md gives the case (``...`` stands for any text)."""
+    if case_id not in DOC_ROWS:
+        return
+    codes, message = DOC_ROWS[case_id]
+    assert code in codes, (case_id, code, err)
+    if code and message:
+        line = err.strip().replace(str(target), "FILE")
+        pattern = ".*".join(re.escape(part) for part in message.split("..."))
+        assert re.fullmatch(pattern, line, re.DOTALL), (message, line)
 
 
 @dataclass(frozen=True)
@@ -250,7 +279,7 @@ def report_json(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _damage(case: Case, target: Path) -> None:
     if case.sparse:
         with open(target, "r+b") as f:
-            f.truncate(MAX_JSON_BYTES + 1)
+            f.truncate(MAX_JSON_BYTES + 2**20)
         return
     if case.raw is not None:
         target.write_bytes(case.raw(target.read_bytes()))
@@ -314,6 +343,7 @@ def test_a_damaged_input_is_one_line_and_its_exit_code(
     before = _tree(tmp_path)
     code, out, err = _run(argv, capsys)
     check(code, out, err, target, case.codes)
+    check_documented(case.id, code, err, target)
     assert _tree(tmp_path) == before  # nothing written, the damaged file kept as it was
     if case.damage in ("control", "surrogate") and case.kind != "smi":
         assert ("\\x1b" in out or "\\u202e" in out) if case.damage == "control" else "\ufffd" in out
@@ -329,6 +359,7 @@ def test_a_hostile_nsys_export_is_one_line_or_a_clean_table(
     before = _tree(tmp_path)
     code, out, err = _run(argv, capsys)
     check(code, out, err, target, codes)
+    check_documented(name, code, err, target)
     assert _tree(tmp_path) == before
 
 
@@ -353,6 +384,12 @@ def test_through_the_real_command(case: Case, tmp_path: Path, report_json: Path)
     assert not any(temp.iterdir())
 
 
+def test_every_documented_case_is_one_this_file_runs() -> None:
+    assert len(DOC_ROWS) >= 20
+    known = {c.id for c in CASES} | set(SQL_CASES) | {"unexpected"}
+    assert set(DOC_ROWS) <= known, set(DOC_ROWS) - known
+
+
 def test_an_unexpected_error_is_exit_3_with_its_traceback_saved(no_temp_files: Path) -> None:
     """An exception nsightwrap does not expect inside a command (here an EOFError, which Typer
     itself would print as "Aborted!" and exit 1, the code of findings) becomes one line, exit 3,
@@ -372,5 +409,9 @@ def test_an_unexpected_error_is_exit_3_with_its_traceback_saved(no_temp_files: P
     saved = list(no_temp_files.iterdir())
     assert len(saved) == 1 and str(saved[0]) in line
     assert "Traceback" in saved[0].read_text() and "EOFError" in saved[0].read_text()
+    codes, message = DOC_ROWS["unexpected"]
+    assert codes == {3}
+    pattern = ".*".join(re.escape(part) for part in message.removeprefix("error: ").split("..."))
+    assert re.fullmatch(pattern, line), (message, line)
     with pytest.raises(SystemExit):  # exits and our own errors pass through untouched
         _guarded(lambda: sys.exit(0))()

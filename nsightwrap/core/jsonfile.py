@@ -141,6 +141,8 @@ def check_schema(doc: Any, schema: str, where: str) -> None:
     from nsightwrap.schemas import problem  # the schemas import nothing: data and their checker
 
     found = problem(doc, schema)
+    if found and found.endswith(", not null"):
+        found += " (NaN, Infinity and numbers past a float's range are read as null)"
     if found:
         raise ReportParseError(
             f"{where}: {found}", hint="the file was changed after nsightwrap wrote it; use the file nsightwrap wrote"

@@ -12,7 +12,7 @@ against one without jsonschema: every reader of these files uses it (docs/faults
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -111,6 +111,6 @@ def problem(doc: Any, name: str, *, required: bool = False) -> str | None:
     return _problem(doc, root, root, "", required)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _cached(name: str) -> dict[str, Any]:
     return load(name)  # read, never changed
