@@ -95,6 +95,10 @@ def _stage(kind: str, d: Path, report_json: Path) -> tuple[Path, list[str]]:
         shutil.copytree(BLOG / "plain", run / "plain")
         target = run / "manifest.json" if kind == "manifest" else run / "plain" / "timer-4990-capture.json"
         return target, ["report", str(run), "--format", "md"]
+    if kind == "merged":  # only its manifest is read before the damage is found
+        run.mkdir()
+        shutil.copy(ROOT / "fixtures" / "runs" / "h200-shards" / "manifest.json", run)
+        return run / "manifest.json", ["report", str(run), "--format", "md"]
     run.mkdir()
     if kind == "report":
         target = run / "report.json"
@@ -239,6 +243,9 @@ CASES: list[Case] = [
     *_json_cases("sidecar"),
     *_json_cases("report"),
     *_json_cases("device"),
+    Case("merged", "type-shards/0/dir", edit=_set(("shards", 0, "dir"), 3)),
+    Case("merged", "type-shards", edit=_set(("shards",), {"0": "shards/0"})),
+    Case("merged", "deep", edit=_set(("deep",), "DEEP")),
     Case("smi", "truncated", raw=_truncated),
     Case("smi", "zero-filled", raw=_zeros),
     Case("smi", "deep", raw=lambda b: b.replace(b"<gpu ", _XML_DEEP + b"<gpu ", 1)),

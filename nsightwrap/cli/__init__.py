@@ -161,8 +161,9 @@ def unexpected(exc: BaseException) -> UnexpectedError:
 
 
 def _passes_through(exc: BaseException) -> bool:
-    # Ours, Ctrl-C, exits, and Typer's (click's) own exceptions: usage errors, typer.Exit.
-    if isinstance(exc, (NsightwrapError, KeyboardInterrupt, SystemExit, GeneratorExit)):
+    # Ours, Ctrl-C, exits, and Typer's (click's) own exceptions: usage errors, typer.Exit; a
+    # closed pipe (``inspect ... | head``) is Typer's to handle, as it was.
+    if isinstance(exc, (NsightwrapError, KeyboardInterrupt, SystemExit, GeneratorExit, BrokenPipeError)):
         return True
     return type(exc).__module__.split(".")[0] in ("typer", "click")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nsightwrap.analysis.merged import run_sidecars
-from nsightwrap.analysis.model import READABLE_VERSIONS
+from nsightwrap.analysis.model import FORMAT_VERSION, READABLE_VERSIONS
 from nsightwrap.compare.energy import energy_samples
 from nsightwrap.compare.verdicts import METRICS, Samples, Side
 from nsightwrap.core.contract import (
@@ -69,7 +69,8 @@ def _load(path: Path, metric: str, report_of: ReportOf | None) -> Side:
     fmt = doc.get("format")
     if fmt == REPORT_FORMAT:
         _check_version(path, doc, REPORT_VERSIONS, "report JSON")
-        check_schema(doc, "report", f"report JSON {path}")
+        # Field types as this version writes them (an older readable version only lacks fields).
+        check_schema({**doc, "version": FORMAT_VERSION}, "report", f"report JSON {path}")
         return side_from_report(doc, label=str(path), metric=metric, where=str(path))
     if fmt == SIDECAR_FORMAT:
         _need_timer(path, metric)

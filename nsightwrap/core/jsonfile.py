@@ -15,7 +15,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from nsightwrap.core.errors import InputNotFound, ReportParseError
+from nsightwrap.core.errors import BadField, InputNotFound, ReportParseError
 
 
 def write_json_atomic(
@@ -144,6 +144,6 @@ def check_schema(doc: Any, schema: str, where: str) -> None:
     if found and found.endswith(", not null"):
         found += " (NaN, Infinity and numbers past a float's range are read as null)"
     if found:
-        raise ReportParseError(
+        raise BadField(
             f"{where}: {found}", hint="the file was changed after nsightwrap wrote it; use the file nsightwrap wrote"
         )

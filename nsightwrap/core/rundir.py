@@ -18,6 +18,7 @@ from typing import Any
 
 from nsightwrap.core.contract import PASS_NCU, PASS_NSYS, PASS_PLAIN
 from nsightwrap.core.errors import (
+    BadField,
     FormatVersionError,
     InputNotFound,
     NsightwrapError,
@@ -196,10 +197,10 @@ def read_merged(run_dir: Path) -> dict[str, Any] | None:
             f"{path} has merged-run version {doc.get('version')!r}; this nsightwrap reads {MERGED_VERSION}",
             hint="use the nsightwrap version that merged the run",
         )
-    check_schema(doc, "manifest", f"run manifest {path}")
     for s in doc.get("shards") or []:
         if isinstance(s, Mapping) and s.get("dir"):
             check_inside(Path(run_dir), str(s["dir"]), path)
+    check_schema(doc, "manifest", f"run manifest {path}")
     return doc
 
 
@@ -219,7 +220,7 @@ def is_merged(run_dir: Path) -> bool:
     """Whether ``run_dir`` is a merged run (``nsightwrap merge`` or ``profile --gpus``)."""
     try:
         return read_merged(run_dir) is not None
-    except PathEscape:  # a merged run, and a hostile one: never read as a plain run
+    except (PathEscape, BadField):  # a merged run, a hostile or damaged one: never read as a plain run
         raise
     except NsightwrapError:
         return False

@@ -113,7 +113,8 @@ def load_report_json(path: Path) -> RunResult:
 
     doc = read_json_object(path, "report JSON")
     if doc.get("format") == REPORT_FORMAT and doc.get("version") in READABLE_VERSIONS:
-        check_schema(doc, "report", f"report JSON {path}")
+        # Field types as this version writes them (an older readable version only lacks fields).
+        check_schema({**doc, "version": FORMAT_VERSION}, "report", f"report JSON {path}")
     return report_from_dict(doc, where=str(path))
 
 
