@@ -136,12 +136,13 @@ def finite_number(v: Any) -> float | None:
 
 
 def check_schema(doc: Any, schema: str, where: str) -> None:
-    """Refuse ``doc`` where a field it has breaks the shipped JSON Schema ``schema`` (``manifest``,
-    ``report``): one line naming ``where`` and the field, before any reader trips over it."""
+    """Refuse ``doc`` where a value it has is of another type than the shipped JSON Schema
+    ``schema`` (``manifest``, ``report``, ``sidecar``) gives: one line naming ``where`` and the
+    field, before any reader trips over it."""
     from nsightwrap.schemas import problem  # the schemas import nothing: data and their checker
 
     found = problem(doc, schema)
-    if found and found.endswith(", not null"):
+    if found and found.endswith(", not null") and ("a number" in found or "an integer" in found):
         found += " (NaN, Infinity and numbers past a float's range are read as null)"
     if found:
         raise BadField(

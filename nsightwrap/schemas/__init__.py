@@ -89,7 +89,9 @@ def _problem(v: Any, node: dict[str, Any], root: dict[str, Any], at: str, requir
                 if key not in v:
                     return f"field '{at + '/' if at else ''}{key}' is missing"
         for key, sub in node.get("properties", {}).items():
-            if key in v:
+            # A null field is a missing one, let through unless required; a null in a list
+            # (a sample) is checked against the list's item type.
+            if key in v and (v[key] is not None or required):
                 p = _problem(v[key], sub, root, f"{at}/{key}" if at else key, required)
                 if p:
                     return p
@@ -105,8 +107,11 @@ def problem(doc: Any, name: str, *, required: bool = False) -> str | None:
     """The first way ``doc`` breaks schema ``name``, as ``field 'passes/0/argv' must be a list,
     not a string``; None when it keeps it. A small validator of the keywords the shipped schemas
     use (type, properties, items, const, enum, minimum, oneOf, $ref), so that the product needs
-    no jsonschema; ``required=False`` checks the fields a document has and lets it lack some (a
-    run still running, a file written by an older version)."""
+    no jsonschema. ``required=False`` checks the values a document has and lets it lack some (a
+    run still running, a file written by an older version, a shard that failed), a null field
+    counting as a missing one (NaN and Infinity are read as null; a null item of a list is
+    checked): it refuses a value of another type, what a reader would trip over;
+    ``required=True`` is the schema to the letter."""
     root = _cached(name)
     return _problem(doc, root, root, "", required)
 
