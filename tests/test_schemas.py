@@ -134,3 +134,29 @@ def test_a_renamed_manifest_field_fails(tmp_path: Path) -> None:
     assert errors("manifest", _renamed(merged, ["shards"], "parts"))
     merged["added_later"] = True
     assert errors("manifest", merged) == []
+
+
+def test_the_products_own_checker_agrees_with_jsonschema(reports: dict[str, dict[str, Any]]) -> None:
+    """``schemas.problem`` (what the readers use; jsonschema is only a dev dependency) passes every
+    shipped manifest and report JSON and names the first field a changed one breaks."""
+    from nsightwrap.schemas import problem
+
+    for path in MANIFESTS:
+        assert problem(json.loads(path.read_text()), "manifest", required=True) is None, path
+    for run, doc in reports.items():
+        assert problem(doc, "report", required=True) is None, run
+    doc = reports["h200-example"]
+    assert problem(_renamed(doc, ["benchmarks", 0, "verdict"], "v"), "report", required=True) == (
+        "field 'benchmarks/0/verdict' is missing"
+    )
+    retyped = copy.deepcopy(doc)
+    retyped["benchmarks"][1]["timer"]["n"] = "46"
+    assert errors("report", retyped)
+    assert problem(retyped, "report") == "field 'benchmarks/1/timer/n' must be an integer or null, not a string"
+    manifest = json.loads((ROOT / "fixtures" / "runs" / "h200-example" / "manifest.json").read_text())
+    manifest["tools"] = ["ncu"]
+    assert errors("manifest", manifest)
+    assert problem(manifest, "manifest") == "field 'tools' must be an object, not a list"
+    merged = json.loads((ROOT / "fixtures" / "runs" / "h200-shards" / "manifest.json").read_text())
+    merged["shards"][0]["dir"] = 3
+    assert problem(merged, "manifest") == "field 'shards/0/dir' must be a string, not an integer"

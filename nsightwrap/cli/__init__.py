@@ -1,14 +1,19 @@
 """The ``nsightwrap`` command line (Typer). Commands live one per module in this package.
 
 Every NsightwrapError ends as one red line on stderr and its exit code; ``--debug`` shows the
-traceback instead.
+traceback instead. Any other exception is a fault of nsightwrap's: one line naming it and the
+file its traceback was saved to, exit 3 (never 1, the exit code of findings and regressions).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-from collections.abc import Iterator
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -18,7 +23,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from nsightwrap import __version__
-from nsightwrap.core.errors import EXIT_INTERRUPTED, DiskFull, NsightwrapError, UsageError, is_no_space
+from nsightwrap.core.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_TOOL_FAILED,
+    DiskFull,
+    NsightwrapError,
+    UsageError,
+    is_no_space,
+)
 
 
 def _no_flag_metavar() -> None:
@@ -218,12 +230,79 @@ def write_output(path: Path, text: str | bytes) -> None:
         f.write(text.decode("utf-8") if isinstance(text, bytes) else text)
 
 
+class UnexpectedError(NsightwrapError):
+    """An exception nsightwrap did not expect: a fault of its own, with its traceback saved."""
+
+    exit_code = EXIT_TOOL_FAILED
+
+
+def save_traceback(exc: BaseException) -> Path | None:
+    """Write ``exc``'s traceback to a new file in the temporary directory; None if that fails."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=f"nsightwrap-traceback-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
+            f.write(f"nsightwrap {__version__}\nargv: {invoked!r}\n\n")
+            f.write("".join(traceback.format_exception(exc)))
+        return Path(name)
+    except OSError:
+        return None
+
+
+def unexpected(exc: BaseException) -> UnexpectedError:
+    """One line for an exception nsightwrap did not expect (its traceback saved to a file)."""
+    saved = save_traceback(exc)
+    text = " ".join(str(exc).split())
+    text = f"{type(exc).__name__}: {text[:200]}{'...' if len(text) > 200 else ''}" if text else type(exc).__name__
+    where = f"its traceback is in {saved}" if saved else "run again with --debug for its traceback"
+    return UnexpectedError(f"unexpected error in nsightwrap ({text}); {where}")
+
+
+def _passes_through(exc: BaseException) -> bool:
+    # Ours, Ctrl-C, exits, and Typer's (click's) own exceptions: usage errors, typer.Exit; a
+    # closed pipe (``inspect ... | head``) is Typer's to handle, as it was.
+    if isinstance(exc, (NsightwrapError, KeyboardInterrupt, SystemExit, GeneratorExit, BrokenPipeError)):
+        return True
+    return type(exc).__module__.split(".")[0] in ("typer", "click")
+
+
+def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a command) with any exception nsightwrap did not expect made an ``UnexpectedError``
+    inside Typer's call: Typer itself would turn an EOFError (a truncated gzip stream) into
+    "Aborted!" and exit 1."""
+    if getattr(fn, "_nsightwrap_guarded", False):
+        return fn
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except BaseException as exc:
+            if _passes_through(exc) or _state["debug"]:
+                raise
+            raise unexpected(exc) from exc
+
+    run._nsightwrap_guarded = True  # type: ignore[attr-defined]
+    return run
+
+
 def _register() -> None:
     # Each module adds its command to ``app`` on import.
     import importlib
 
     for mod in ("inspect_cmd", "profile_cmd", "report_cmd", "compare_cmd", "device_cmd", "doctor_cmd", "merge_cmd"):
         importlib.import_module(f"nsightwrap.cli.{mod}")
+    for info in app.registered_commands:
+        if info.callback is not None:
+            info.callback = _guarded(info.callback)
+
+
+def _print_error(exc: NsightwrapError) -> None:
+    from nsightwrap.export.escape import terminal_safe
+
+    # Messages hold paths and kernel names: printed as text, never as rich markup, with control
+    # characters shown escaped; one line whatever the message holds.
+    text = terminal_safe(" ".join(str(exc).splitlines()))
+    err_console.print(f"[bold red]error:[/] {escape(text)}", markup=True, highlight=False)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -251,9 +330,14 @@ def main(argv: list[str] | None = None) -> None:
     except NsightwrapError as exc:
         if _state["debug"]:  # set by the root callback: the target's own --debug does not count
             raise
-        # Messages hold paths and kernel names: print them as text, never as rich markup.
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
+        _print_error(exc)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err_console.print("[bold red]interrupted[/]")
         sys.exit(EXIT_INTERRUPTED)
+    except Exception as exc:  # outside a command (an option's callback): still one line, exit 3
+        if _state["debug"]:
+            raise
+        error = unexpected(exc)
+        _print_error(error)
+        sys.exit(error.exit_code)

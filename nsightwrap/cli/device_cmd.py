@@ -177,16 +177,15 @@ def device_command(
 def place_device_file(run_dir: Path, explicit: Path | None, console: Console, *, quiet: bool = False) -> Path | None:
     """After ``profile``'s passes: copy ``explicit`` or the GPU's cached device file into
     ``RUN_DIR/env/device.json`` (the report then holds the run against it); None when there is none."""
-    import json
-
     from nsightwrap.analysis.roofline import copy_device_file
     from nsightwrap.core.errors import NsightwrapError
+    from nsightwrap.core.jsonfile import read_json_object
 
     uuids: list[str | None] = []
     for side in sorted((run_dir / "plain").glob("timer-*.json")):  # the GPU the timer ran on first
-        try:
-            dev = json.loads(side.read_text()).get("device") or {}
-        except (OSError, ValueError):
+        try:  # read as every sidecar is: a damaged one (a list, nested 100,000 deep) is skipped
+            dev = read_json_object(side, "timer sidecar").get("device") or {}
+        except NsightwrapError:
             continue
         uuids.append(dev.get("uuid") if isinstance(dev, dict) else None)
     xml = run_dir / "env" / "nvidia-smi-q-x.xml"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nsightwrap.analysis.merged import run_sidecars
-from nsightwrap.analysis.model import READABLE_VERSIONS
+from nsightwrap.analysis.model import FORMAT_VERSION, READABLE_VERSIONS
 from nsightwrap.compare.energy import energy_samples
 from nsightwrap.compare.verdicts import METRICS, Samples, Side
 from nsightwrap.core.contract import (
@@ -30,7 +30,7 @@ from nsightwrap.core.contract import (
     TRUSTED_CLOCK_SOURCES,
 )
 from nsightwrap.core.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
-from nsightwrap.core.jsonfile import read_json_object
+from nsightwrap.core.jsonfile import check_schema, read_json_object
 from nsightwrap.parsers.sidecar import check_sidecar, read_sidecar_doc
 
 #: Versions of the report JSON this reader understands (sidecars: nsightwrap.parsers.sidecar).
@@ -69,6 +69,8 @@ def _load(path: Path, metric: str, report_of: ReportOf | None) -> Side:
     fmt = doc.get("format")
     if fmt == REPORT_FORMAT:
         _check_version(path, doc, REPORT_VERSIONS, "report JSON")
+        # Field types as this version writes them (an older readable version only lacks fields).
+        check_schema({**doc, "version": FORMAT_VERSION}, "report", f"report JSON {path}")
         return side_from_report(doc, label=str(path), metric=metric, where=str(path))
     if fmt == SIDECAR_FORMAT:
         _need_timer(path, metric)

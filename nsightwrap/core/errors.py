@@ -73,6 +73,10 @@ class ReportParseError(NsightwrapError):
     """A report exists but is of the wrong kind, truncated, corrupt or empty."""
 
 
+class BadField(ReportParseError):
+    """A JSON file of nsightwrap's holds a field of the wrong type (its shipped JSON Schema)."""
+
+
 class FormatVersionError(NsightwrapError):
     """A JSON result or manifest carries a format version this nsightwrap does not know."""
 

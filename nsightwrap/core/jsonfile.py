@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import secrets
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, TextIO
 
-from nsightwrap.core.errors import DiskFull, InputNotFound, ReportParseError, is_no_space
+from nsightwrap.core.errors import BadField, DiskFull, InputNotFound, ReportParseError, is_no_space
 
 
 @contextmanager
@@ -61,11 +63,81 @@ def write_json_atomic(
         f.write("\n")
 
 
+#: The largest JSON file nsightwrap reads (bytes): a timer sidecar of a million samples with
+#: their clocks and power is ~100 MB; a larger file is refused before it is read.
+MAX_JSON_BYTES = 512 * 1024 * 1024
+#: The deepest nesting of arrays and objects read (a manifest or report JSON nests ~8 deep);
+#: checked on the text before ``json`` parses it, whose parser recurses once per level.
+MAX_JSON_DEPTH = 64
+#: Integers with more digits are read as floats (Python refuses int() of over 4,300 digits, and
+#: nsightwrap's largest integers, nanosecond timestamps, have 19).
+_MAX_INT_DIGITS = 24
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]")
+_DEPTH = {"[": 1, "{": 1, "]": -1, "}": -1}
+# A surrogate can only reach a parsed string through a \uD800-\uDFFF escape (UTF-8 text holds none).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of ``[`` and ``{`` in JSON text, strings left out."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(map(_DEPTH.__getitem__, brackets)), default=0)
+
+
+def _finite_or_none(x: float) -> float | None:
+    # NaN, Infinity and literals past float's range (1e999) are read as null: missing.
+    return x if math.isfinite(x) else None
+
+
+def _int(s: str) -> int | float | None:
+    return int(s) if len(s.lstrip("-")) <= _MAX_INT_DIGITS else _finite_or_none(float(s))
+
+
+def _no_surrogates(v: Any) -> Any:
+    """``v`` with every lone surrogate (``\\ud800`` in the JSON) replaced by U+FFFD: such a
+    string cannot be encoded as UTF-8, so it would fail in every output."""
+    if isinstance(v, str):
+        return _SURROGATE.sub("\ufffd", v)
+    if isinstance(v, list):
+        return [_no_surrogates(x) for x in v]
+    if isinstance(v, dict):
+        return {_no_surrogates(k): _no_surrogates(x) for k, x in v.items()}
+    return v
+
+
+def parse_json(text: str, where: str) -> Any:
+    """JSON text as data, the way every nsightwrap reader takes it: NaN, Infinity and numbers
+    past float's range read as null (missing), lone surrogates as U+FFFD, nesting deeper than
+    ``MAX_JSON_DEPTH`` refused before parsing. ``where`` names the file in the one-line error."""
+    depth = _depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise ReportParseError(
+            f"{where} nests arrays and objects {depth} deep (at most {MAX_JSON_DEPTH} are read)",
+            hint="the file is not one nsightwrap wrote; give the file nsightwrap made",
+        )
+    try:
+        doc = json.loads(text, parse_constant=lambda _: None, parse_float=lambda s: _finite_or_none(float(s)),
+                         parse_int=_int)  # fmt: skip
+    except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+        raise ReportParseError(f"{where} is not valid JSON ({exc})", hint="the file may be truncated") from exc
+    return _no_surrogates(doc) if _SURROGATE_ESCAPE.search(text) else doc
+
+
 def read_json_object(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
     """A JSON file whose top level is an object; one clear error for a missing, unreadable,
-    truncated or foreign file (``what`` names the kind of file in the message)."""
+    truncated, oversized or foreign file (``what`` names the kind of file in the message).
+    Values are read as ``parse_json`` reads them."""
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_JSON_BYTES:
+            raise ReportParseError(
+                f"{what} {path} is {size / 2**20:,.0f} MiB; at most {MAX_JSON_BYTES // 2**20} MiB are read",
+                hint="the file is not one nsightwrap wrote; give the file nsightwrap made",
+            )
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise InputNotFound(f"{what} {path} does not exist", hint="check the path") from exc
@@ -76,12 +148,7 @@ def read_json_object(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
             f"{what} {path} is not UTF-8 text (byte {exc.start}: {exc.reason})",
             hint="the file may be corrupt or not a JSON file",
         ) from exc
-    try:
-        doc = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ReportParseError(
-            f"{what} {path} is not valid JSON ({exc})", hint="the file may be truncated"
-        ) from exc
+    doc = parse_json(text, f"{what} {path}")
     if not isinstance(doc, dict):
         raise ReportParseError(f"{what} {path}: expected a JSON object at the top level")
     return doc
@@ -92,3 +159,18 @@ def finite_number(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         return None
     return float(v)
+
+
+def check_schema(doc: Any, schema: str, where: str) -> None:
+    """Refuse ``doc`` where a value it has is of another type than the shipped JSON Schema
+    ``schema`` (``manifest``, ``report``, ``sidecar``) gives: one line naming ``where`` and the
+    field, before any reader trips over it."""
+    from nsightwrap.schemas import problem  # the schemas import nothing: data and their checker
+
+    found = problem(doc, schema)
+    if found and found.endswith(", not null") and ("a number" in found or "an integer" in found):
+        found += " (NaN, Infinity and numbers past a float's range are read as null)"
+    if found:
+        raise BadField(
+            f"{where}: {found}", hint="the file was changed after nsightwrap wrote it; use the file nsightwrap wrote"
+        )

@@ -18,6 +18,7 @@ from typing import Any
 
 from nsightwrap.core.contract import PASS_NCU, PASS_NSYS, PASS_PLAIN
 from nsightwrap.core.errors import (
+    BadField,
     FormatVersionError,
     InputNotFound,
     NsightwrapError,
@@ -25,7 +26,7 @@ from nsightwrap.core.errors import (
     ReportParseError,
     UsageError,
 )
-from nsightwrap.core.jsonfile import read_json_object
+from nsightwrap.core.jsonfile import check_schema, read_json_object
 
 MANIFEST_FORMAT = "nsightwrap-run"
 MANIFEST_VERSION = 1
@@ -205,6 +206,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
             f"{path} has manifest version {data.get('version')!r}; this nsightwrap reads version {MANIFEST_VERSION}",
             hint="use the nsightwrap version that made the run",
         )
+    check_schema(data, "manifest", f"run manifest {path}")
     return data
 
 
@@ -234,6 +236,7 @@ def read_merged(run_dir: Path) -> dict[str, Any] | None:
                     hint="the manifest was changed by hand or is damaged; merge the shards again",
                 )
             check_inside(Path(run_dir), str(s["dir"]), path)
+    check_schema(doc, "manifest", f"run manifest {path}")
     return doc
 
 
@@ -259,7 +262,7 @@ def is_merged(run_dir: Path) -> bool:
     """Whether ``run_dir`` is a merged run (``nsightwrap merge`` or ``profile --gpus``)."""
     try:
         return read_merged(run_dir) is not None
-    except (PathEscape, DamagedMerged):  # a merged run, a hostile or damaged one: never read as a plain run
+    except (PathEscape, DamagedMerged, BadField):  # a merged run, a hostile or damaged one: never read as a plain run
         raise
     except NsightwrapError:
         return False

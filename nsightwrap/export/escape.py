@@ -1,4 +1,6 @@
-"""Escaping of arbitrary text (kernel names hold ``<``, ``>``, ``,``, ``|``, ``*``) for Markdown and HTML."""
+"""Escaping of arbitrary text (kernel names hold ``<``, ``>``, ``,``, ``|``, ``*``) for every text
+output: the terminal, Markdown (cells and code blocks), HTML, XML and CSV. Every one shows control
+characters and bidi overrides as ``\\xNN`` / ``\\uNNNN`` escapes (JSON escapes them itself)."""
 
 from __future__ import annotations
 
@@ -51,3 +53,27 @@ def xml_safe(s: object) -> str:
     The XML writer escapes ``<``, ``>`` and ``&`` itself."""
     text = "" if s is None else str(s)
     return _UNSAFE.sub(_visible, _XML_ILLEGAL.sub(_visible, text))
+
+
+#: First characters that make a spreadsheet read a CSV cell as a formula (``=HYPERLINK(...)``),
+#: per OWASP's CSV injection advice; tab and carriage return are already escaped as ``\\x09``.
+_FORMULA_START = ("=", "+", "-", "@")
+
+
+def csv_cell(v: object) -> object:
+    """A CSV cell: a string with its controls escaped and, when it starts like a formula, a
+    single quote before it; any other value (a number, negative ones included) as it is."""
+    if not isinstance(v, str):
+        return v
+    text = terminal_safe(v)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def code_block(text: object, lang: str = "") -> list[str]:
+    """The lines of a Markdown fenced code block holding ``text``: its fence a run of backticks
+    longer than any in the text (so the text cannot end the block), controls but tab and newline
+    escaped."""
+    body = _UNSAFE_HTML.sub(_visible, "" if text is None else str(text)).replace("\r", "\\x0d")
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + lang, *body.split("\n"), fence]

@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from nsightwrap.export.escape import md_cell, terminal_safe
+from nsightwrap.export.escape import csv_cell, md_cell, terminal_safe
 
 FORMATS = ("table", "csv", "json", "md")
 #: Rows per chunk written to CSV, JSON and Markdown.
@@ -57,7 +57,7 @@ def write_frame(
     left_out = total - len(frame)
     if fmt == "csv":
         for i, chunk in enumerate(_chunks(frame)):
-            _flat(chunk).to_csv(stream, index=False, header=i == 0)
+            _csv_safe(_flat(chunk)).to_csv(stream, index=False, header=i == 0)
     elif fmt == "json":
         _write_json(frame, stream)
     elif fmt == "md":
@@ -96,6 +96,16 @@ def _flat(frame: pd.DataFrame) -> pd.DataFrame:
                 out = frame.copy()
             out[c] = frame[c].map(lambda v: ";".join(map(str, v)) if isinstance(v, tuple | list) else v)
     return out
+
+
+def _csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text cells and column names as ``csv_cell`` makes them: kernel and NVTX names are the
+    profiled program's, and reach a terminal (``cat ops.csv``) or a spreadsheet as they are."""
+    text = [c for c in frame.columns if frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c].dtype)]
+    out = frame.copy() if text else frame
+    for c in text:
+        out[c] = frame[c].map(csv_cell)
+    return out.rename(columns=lambda c: csv_cell(c) if isinstance(c, str) else c)
 
 
 def _write_json(frame: pd.DataFrame, stream: TextIO) -> None:

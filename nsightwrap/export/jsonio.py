@@ -161,9 +161,12 @@ def write_report_json(result: RunResult, path: Path | None = None, *, detail: bo
 
 def load_report_json(path: Path) -> RunResult:
     """Read a report JSON back; unknown versions raise FormatVersionError, bad files ReportParseError."""
-    from nsightwrap.core.jsonfile import read_json_object
+    from nsightwrap.core.jsonfile import check_schema, read_json_object
 
     doc = read_json_object(path, "report JSON")
+    if doc.get("format") == REPORT_FORMAT and doc.get("version") in READABLE_VERSIONS:
+        # Field types as this version writes them (an older readable version only lacks fields).
+        check_schema({**doc, "version": FORMAT_VERSION}, "report", f"report JSON {path}")
     return report_from_dict(doc, where=str(path))
 
 

@@ -35,7 +35,7 @@ from nsightwrap.export.compare_text import (
     settings_line,
     summary,
 )
-from nsightwrap.export.escape import html, md_cell
+from nsightwrap.export.escape import code_block, html, md_cell
 from nsightwrap.export.registry import exporter
 
 
@@ -192,7 +192,7 @@ def _essentials(result: RunResult) -> tuple[list[str], list[str]]:
     head += shard_sections(result)
     tail = ["## Environment", "", *_environment(result), ""]
     if result.environment.command:
-        tail += ["## Reproduce", "", "```sh", shlex.join(result.environment.command), "```", ""]
+        tail += ["## Reproduce", "", *code_block(shlex.join(result.environment.command), "sh"), ""]
     return head, tail
 
 

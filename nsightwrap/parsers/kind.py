@@ -6,12 +6,12 @@ Users rename files and tools write CSV to ``.txt``: the content decides. Only a 
 
 from __future__ import annotations
 
-import json
 from enum import Enum
 from pathlib import Path
 
 from nsightwrap.core.contract import REPORT_FORMAT, SIDECAR_FORMAT
 from nsightwrap.core.errors import InputNotFound, ReportParseError
+from nsightwrap.core.jsonfile import parse_json
 from nsightwrap.core.unpack import named_as, unpacked
 
 _HEAD_BYTES = 64 * 1024
@@ -105,8 +105,8 @@ def _from_content(head: bytes, p: Path) -> ReportKind | None:
 def _json_kind(p: Path) -> ReportKind | None:
     # Sidecars are small; the head alone may cut a document, so read the whole file.
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        doc = parse_json(p.read_text(encoding="utf-8"), str(p))
+    except (OSError, UnicodeDecodeError, ReportParseError):
         return None
     fmt = doc.get("format") if isinstance(doc, dict) else None
     if fmt == SIDECAR_FORMAT:

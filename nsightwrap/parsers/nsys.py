@@ -160,6 +160,10 @@ def read_nsys(path: str | Path, *, detail: bool = True) -> NsysReport:
             raise ReportParseError(
                 f"{p} is not a readable SQLite database ({exc}; truncated or corrupt?); {REEXPORT}"
             ) from exc
+        except (ValueError, TypeError, OverflowError) as exc:  # text where nsys writes a number, and the like
+            raise ReportParseError(
+                f"{p}: a table holds a value nsys never writes ({exc}; corrupt or edited?); {REEXPORT}"
+            ) from exc
     return NsysReport(
         path=p, ops=ops, ranges=ranges, attribution=attribute(ops, ranges), meta=meta, event_calls=events,
         gpu_clock=clock, setup_calls=setup,

@@ -20,7 +20,7 @@ from typing import Any
 
 from nsightwrap.core.contract import SIDECAR_FORMAT
 from nsightwrap.core.errors import FormatVersionError, ReportParseError
-from nsightwrap.core.jsonfile import read_json_object
+from nsightwrap.core.jsonfile import check_schema, read_json_object
 from nsightwrap.timer.result import BenchResult
 
 #: Sidecar versions this nsightwrap reads.
@@ -44,6 +44,8 @@ def check_sidecar(path: str | os.PathLike[str], doc: dict[str, Any]) -> dict[str
             f"timer sidecar {path}: field 'benchmarks' is missing or not a list",
             hint="the timer did not finish",
         )
+    # Every field a reader takes, of its type (nsightwrap/schemas/sidecar.schema.json).
+    check_schema(doc, "sidecar", f"timer sidecar {path}")
     return doc
 
 
@@ -66,7 +68,7 @@ def read_sidecar(path: str | os.PathLike[str]) -> TimerSidecar:
     """Read a sidecar written by ``write_sidecar``, refusing unknown formats and versions."""
     doc = read_sidecar_doc(path)
     return TimerSidecar(
-        pid=int(doc.get("pid", 0)),
+        pid=int(doc.get("pid") or 0),
         device=dict(doc.get("device") or {}),
         torch_version=doc.get("torch_version"),
         benchmarks=tuple(BenchResult.from_dict(b) for b in doc.get("benchmarks", [])),

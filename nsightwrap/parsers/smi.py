@@ -147,6 +147,10 @@ def _gpu_info(index: int, gpu: etree._Element, root: etree._Element) -> GpuInfo:
     )
 
 
+#: The largest nvidia-smi XML file read (bytes).
+MAX_XML_BYTES = 64 * 1024 * 1024
+
+
 def parse_smi_xml(data: bytes, where: str) -> etree._Element:
     """The ``<nvidia_smi_log>`` root of an ``nvidia-smi -q -x`` document (``where`` names it in
     errors); ReportParseError for anything else."""
@@ -155,7 +159,9 @@ def parse_smi_xml(data: bytes, where: str) -> etree._Element:
     try:
         root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as exc:
-        raise ReportParseError(f"{where}: not valid XML ({exc})", hint=XML_HINT) from None
+        # libxml2's own advice (XML_PARSE_HUGE) lifts the depth limit that keeps this parse safe.
+        why = str(exc).replace(", use XML_PARSE_HUGE option", "")
+        raise ReportParseError(f"{where}: not valid XML ({why})", hint=XML_HINT) from None
     if root is None or root.tag != "nvidia_smi_log":
         tag = f" (root element <{root.tag}>)" if root is not None else ""
         raise ReportParseError(f"{where}: not nvidia-smi XML{tag}", hint=XML_HINT)
@@ -167,6 +173,12 @@ def read_smi_xml_all(path: str | Path) -> list[GpuInfo]:
     p = Path(path)
     if not p.is_file():
         raise InputNotFound(f"{p}: no such nvidia-smi XML file", hint=XML_HINT)
+    size = p.stat().st_size
+    if size > MAX_XML_BYTES:  # an 8-GPU machine's is ~250 KB
+        raise ReportParseError(
+            f"{p}: {size / 2**20:,.0f} MiB is not nvidia-smi XML (at most {MAX_XML_BYTES // 2**20} MiB are read)",
+            hint=XML_HINT,
+        )
     root = parse_smi_xml(p.read_bytes(), str(p))
     gpus = root.findall("gpu")
     if not gpus:
