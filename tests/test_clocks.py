@@ -403,5 +403,5 @@ def _round_trip(result, write, load):  # type: ignore[no-untyped-def]
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "report.json"
-        write(result, path)
+        write(result, path, detail=True)
         return load(path)

@@ -156,7 +156,7 @@ def test_json_summary_counts(result: RunResult, tmp_path: Path) -> None:
     assert list(doc["summary"]["counts"]) == ["flagged", "unexplained", "explained", "ok", Verdict.NO_TIMER.value]
     assert {b["name"]: b["verdict"] for b in doc["benchmarks"]} == {k: v.value for k, v in VERDICTS.items()}
     path = tmp_path / "r.json"
-    write_report_json(result, path)
+    write_report_json(result, path, detail=True)
     assert load_report_json(path) == result  # the summary is derived: reading ignores it
 
 

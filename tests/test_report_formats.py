@@ -13,7 +13,7 @@ from refrun import build_run_dir
 from rich.console import Console
 
 from nsightwrap.analysis.load import analyze
-from nsightwrap.analysis.model import RunResult
+from nsightwrap.analysis.model import FORMAT_VERSION, RunResult
 from nsightwrap.core.errors import FormatVersionError, ReportParseError
 from nsightwrap.export.html import render_html
 from nsightwrap.export.jsonio import load_report_json, report_to_dict, write_report_json
@@ -37,9 +37,9 @@ def _with_nasty_name(result: RunResult) -> RunResult:
 
 def test_json_round_trip_and_contract_fields(result: RunResult, tmp_path: Path) -> None:
     path = tmp_path / "r.json"
-    write_report_json(result, path)
+    write_report_json(result, path, detail=True)
     doc = json.loads(path.read_text())
-    assert doc["format"] == "nsightwrap-report" and doc["version"] == 2
+    assert doc["format"] == "nsightwrap-report" and doc["version"] == FORMAT_VERSION
     assert doc["environment"]["gpu_name"] == "NVIDIA H200"
     small = doc["benchmarks"][0]
     assert small["name"] == "mm_small" and small["params"] == {}

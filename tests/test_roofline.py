@@ -158,7 +158,7 @@ def test_no_roof_known_says_so(tmp_path: Path) -> None:
 
 def test_roofline_survives_the_report_json(example, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     p = tmp_path / "r.json"
-    write_report_json(example, p)
+    write_report_json(example, p, detail=True)
     back = load_report_json(p)
     assert back.roofs == example.roofs
     for a, b in zip(example.benchmarks, back.benchmarks, strict=True):
