@@ -231,7 +231,7 @@ def ncu_from_csv(run: Path) -> Iterator[None]:
     from nsightwrap.parsers.ncu import read_ncu_csv
 
     original = load._read_ncu
-    load._read_ncu = lambda layout, notes, crashes=None, read=None: read_ncu_csv(run / "ncu" / "report.csv")  # type: ignore[assignment]
+    load._read_ncu = lambda layout, notes, crashes=None, read=None, manifest=None: read_ncu_csv(run / "ncu" / "report.csv")  # type: ignore[assignment]
     try:
         yield
     finally:
