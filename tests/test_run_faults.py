@@ -64,6 +64,8 @@ def nsightwrap(
         "PATH": os.pathsep.join([*FAKE_PATH, os.path.dirname(sys.executable), "/usr/bin", "/bin"]),
         "PYTHONPATH": str(ROOT),
         "FAKE_TOOLS_LOG": str(tmp_path / "fake_tools.log"),
+        # Every command analyses afresh and stores nothing into the shipped runs (tests/conftest.py).
+        "NSIGHTWRAP_ANALYSIS_STORE": "off",
         **(env or {}),
     }
     if fsize is not None:
