@@ -258,9 +258,8 @@ def unexpected(exc: BaseException) -> UnexpectedError:
 
 
 def _passes_through(exc: BaseException) -> bool:
-    # Ours, Ctrl-C, exits, and Typer's (click's) own exceptions: usage errors, typer.Exit; a
-    # closed pipe (``inspect ... | head``) is Typer's to handle, as it was.
-    if isinstance(exc, (NsightwrapError, KeyboardInterrupt, SystemExit, GeneratorExit, BrokenPipeError)):
+    # Ours, Ctrl-C, exits, and Typer's (click's) own exceptions: usage errors, typer.Exit.
+    if isinstance(exc, (NsightwrapError, KeyboardInterrupt, SystemExit, GeneratorExit)):
         return True
     return type(exc).__module__.split(".")[0] in ("typer", "click")
 
@@ -276,6 +275,16 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except BrokenPipeError:
+            # The reader went away (``inspect ... | head``): what it read was what it wanted. Exit 0
+            # quietly (click would say exit 1, the code for findings); the rest goes nowhere.
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+                os.close(devnull)
+            except (OSError, ValueError):
+                pass
+            raise SystemExit(0) from None
         except BaseException as exc:
             if _passes_through(exc) or _state["debug"]:
                 raise
