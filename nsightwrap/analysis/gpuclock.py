@@ -41,18 +41,22 @@ def sample_period_ns(clock: pd.DataFrame) -> float | None:
     return float(np.median(d)) if len(d) else None
 
 
+def one_gpu(clock: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(times ns, GPC clock Hz) of one GPU's samples, in time order. One GPU per capture is what the
+    analysis handles; with several, the one sampled most (the others idle at their own clocks)."""
+    gpus = clock["gpu"].dropna().unique()
+    one = clock[clock["gpu"] == clock["gpu"].value_counts().idxmax()] if len(gpus) > 1 else clock
+    one = one.sort_values("t_ns", kind="stable")
+    return one["t_ns"].to_numpy(dtype=float), one["gpc_clock_hz"].to_numpy(dtype=float)
+
+
 def kernel_clocks(found: NsysIterations, clock: pd.DataFrame | None, n_specs: int) -> list[MeasuredClock | None]:
     """Every benchmark's measured clock from the GPC samples (``NsysReport.gpu_clock``), or None
     where the capture has no samples or too few overlap the benchmark's kernels."""
     out: list[MeasuredClock | None] = [None] * n_specs
     if clock is None or clock.empty or found.ops.empty:
         return out
-    gpus = clock["gpu"].dropna().unique()
-    # One GPU per capture is what the analysis handles; with several, the one sampled most.
-    one = clock[clock["gpu"] == clock["gpu"].value_counts().idxmax()] if len(gpus) > 1 else clock
-    one = one.sort_values("t_ns", kind="stable")
-    t = one["t_ns"].to_numpy(dtype=float)
-    hz = one["gpc_clock_hz"].to_numpy(dtype=float)
+    t, hz = one_gpu(clock)
     ops = found.ops
     ops = ops[ops["kind"].astype(str) == "kernel"]
     names = ops["name"].astype(str).str.lower()

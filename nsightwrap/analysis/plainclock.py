@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsightwrap.analysis.gpuclock import one_gpu
 from nsightwrap.analysis.model import MeasuredClock
 
 #: Fewest GPC samples inside a timing's windows for their mean to stand for its clock.
@@ -48,12 +49,7 @@ def anchor_times(ranges: pd.DataFrame) -> dict[str, float]:
 def _samples(clock: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray] | None:
     if clock is None or clock.empty:
         return None
-    gpus = clock["gpu"].dropna().unique()
-    # One GPU per process: the one sampled most (the others idle at their own clocks).
-    one = clock[clock["gpu"] == clock["gpu"].value_counts().idxmax()] if len(gpus) > 1 else clock
-    one = one.sort_values("t_ns", kind="stable")
-    t = one["t_ns"].to_numpy(dtype=float)
-    hz = one["gpc_clock_hz"].to_numpy(dtype=float)
+    t, hz = one_gpu(clock)
     ok = np.isfinite(t) & np.isfinite(hz)
     return t[ok], hz[ok]
 
