@@ -71,12 +71,10 @@ _no_flag_metavar()
 
 
 def _exit_codes_epilog() -> str:
-    """The exit codes (core/errors.py's one list), escaped for rich (``[html]``)."""
-    from rich.markup import escape
-
+    """The exit codes (core/errors.py's one list)."""
     from nsightwrap.core.errors import exit_code_lines
 
-    return "Exit codes:\n\n" + "\n\n".join(escape(ln.strip()) for ln in exit_code_lines())
+    return "Exit codes:\n\n" + "\n\n".join(ln.strip() for ln in exit_code_lines())
 
 app = typer.Typer(
     name="nsightwrap",
@@ -87,6 +85,9 @@ app = typer.Typer(
         "durations to one SM clock and explains every disagreement."
     ),
     epilog=_exit_codes_epilog(),
+    # Help texts are plain text: no rich markup, so that `[html]` shows as written with every
+    # typer (typer 0.16 prints an escaped `\\[html]` as it is; newer ones read `[html]` as a tag).
+    rich_markup_mode=None,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -92,7 +92,7 @@ def report_command(
 
     Exit codes: 0 ok (whatever the verdicts, unless --strict), 1 --strict found a benchmark to
     look at, 2 bad input, 5 a report reader crashed, 8 --format html without matplotlib
-    (pip install 'nsightwrap\\[html]'). compare, by contrast, exits 1 on a regression by default.
+    (pip install 'nsightwrap[html]'). compare, by contrast, exits 1 on a regression by default.
     """
     fmt = fmt_f or fmt
     if fmt is Format.html:  # before the analysis: a missing extra is told at once

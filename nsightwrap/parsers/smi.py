@@ -160,7 +160,7 @@ def parse_smi_xml(data: bytes, where: str) -> etree._Element:
         root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as exc:
         # libxml2's own advice (XML_PARSE_HUGE) lifts the depth limit that keeps this parse safe.
-        why = str(exc).replace(", use XML_PARSE_HUGE option", "")
+        why = re.sub(r",? use XML_PARSE_HUGE option", "", str(exc))
         raise ReportParseError(f"{where}: not valid XML ({why})", hint=XML_HINT) from None
     if root is None or root.tag != "nvidia_smi_log":
         tag = f" (root element <{root.tag}>)" if root is not None else ""
