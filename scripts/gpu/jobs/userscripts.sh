@@ -29,23 +29,7 @@ for d in "$JOB_OUT"/runs/*/; do
   COLUMNS=220 python3 -m nsightwrap report "$d" --format table > "$d.report.txt" 2>&1
   python3 -m studies.verdict_table "$d" --json "$d.verdict.json" > "$d.verdict.md" 2>&1; echo "verdict table $(basename "$d") rc=$?"
   tail -n 2 "$d.verdict.md"
-  sq="$d/nsys/report.sqlite"
-  if [ -f "$sq" ]; then
-    python3 - "$sq" <<'PY'
-import sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-try:
-    ids = [r[0] for r in con.execute("SELECT DISTINCT metricId FROM TARGET_INFO_GPU_METRICS WHERE metricName LIKE 'GPC Clock%' OR metricName LIKE 'SYS Clock%'")]
-    con.execute(f"DELETE FROM GPU_METRICS WHERE metricId NOT IN ({','.join(map(str, ids)) or -1})")
-    con.commit(); con.execute("VACUUM")
-except sqlite3.Error as exc:
-    print(sys.argv[1], "no GPU metrics:", exc)
-PY
-    gzip -9 "$sq"
-  fi
-  for r in "$d"/*/report.ncu-rep; do [ -f "$r" ] && gzip -9 "$r"; done
-  [ -f "$d/plain/clock.sqlite" ] && gzip -9 "$d/plain/clock.sqlite"
-  find "$d" -name '*.nsys-rep' -delete
+  bash scripts/gpu/compact_run.sh "$d"
   case " ${KEEP_RUNS:-} " in
     *" $(basename "$d") "*) ;;
     *) find "$d" -type f ! -name '*.json' ! -name '*.log' -delete ;;

@@ -27,24 +27,7 @@ for s in ${SCRIPTS:-sweep worker mixed}; do
   esac
 done
 for d in "$JOB_OUT"/runs/*; do
-  sq="$d/nsys/report.sqlite"
-  if [ -f "$sq" ]; then
-    python3 - "$sq" <<'PY'
-import sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-try:
-    ids = [r[0] for r in con.execute("SELECT DISTINCT metricId FROM TARGET_INFO_GPU_METRICS WHERE metricName LIKE 'GPC Clock%' OR metricName LIKE 'SYS Clock%'")]
-    n = con.execute("SELECT COUNT(*) FROM GPU_METRICS").fetchone()[0]
-    con.execute(f"DELETE FROM GPU_METRICS WHERE metricId NOT IN ({','.join(map(str, ids)) or -1})")
-    con.commit(); con.execute("VACUUM")
-    print(sys.argv[1], "GPU_METRICS rows", n, "kept", con.execute("SELECT COUNT(*) FROM GPU_METRICS").fetchone()[0])
-except sqlite3.Error as exc:
-    print(sys.argv[1], "no GPU metrics:", exc)
-PY
-    gzip -9 "$sq"
-  fi
-  for r in "$d"/ncu*/report.ncu-rep; do [ -f "$r" ] && gzip -9 "$r"; done
-  rm -f "$d/nsys/report.nsys-rep"
+  bash scripts/gpu/compact_run.sh "$d"
   python3 -m nsightwrap report "$d" --format table > "$d.report.txt" 2>&1; echo "report $(basename "$d") rc=$?"
 done
 du -sh "$JOB_OUT"/runs/* 2>/dev/null
