@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from nsightwrap.analysis.autotuned import Provenance, provenance
 from nsightwrap.analysis.captured import (
     capture_notes,
     finish_results,
@@ -55,6 +56,7 @@ from nsightwrap.analysis.ncucount import check_whole, pass_record, shortfall
 from nsightwrap.analysis.ncusample import (
     COVER_COLUMN,
     NO_NCU_LEAD,
+    OTHER_CONFIG_HEAD,
     Sampled,
     coverage_context,
     kernel_cap,
@@ -170,9 +172,12 @@ def analyze(
     clocks, refs = benchmark_clocks(specs, found, nsys, nsys_timers, ref_choice, env, manifest, plain_hz, in_plain)
     setup = nsys.setup_calls if nsys is not None else None
     limits = _device_limits(run_dir, env, sidecars, device_file)
+    # Which config of each triton.autotune kernel the ncu and nsys passes ran (analysis/autotuned.py).
+    tuned = provenance(run_dir, specs, ncu, found)
+    notes += tuned.run_notes if tuned is not None else ()
     results = _reconcile_all(specs, refs, ncu, found, nsys_timers, tolerance=tolerance,
                              ncu_cache_control=env.ncu_cache_control, manifest=manifest, setup_calls=setup,
-                             on_sampled=on_sampled, limits=limits)  # fmt: skip
+                             on_sampled=on_sampled, limits=limits, autotune=tuned)  # fmt: skip
     results = [replace(r, clock=c, notes=(*_clock_note(r, c), *r.notes)) for r, c in zip(results, clocks, strict=True)]
     results = finish_results(results, specs, sidecars, tolerance, ncu, env.ncu_cache_control)
     return attach_power(attach_rooflines(RunResult(
@@ -306,6 +311,7 @@ def _reconcile_all(
     setup_calls: pd.DataFrame | None = None,
     on_sampled: Callable[[Sequence[BenchmarkSpec], Sampled], None] | None = None,
     limits: DeviceLimits | None = None,
+    autotune: Provenance | None = None,
 ) -> list[BenchmarkResult]:
     """Every benchmark's ncu and nsys figures at once (iterations.py: each path parsed once),
     the nsys timelines of the gap's decomposition, then the reconciliation. A run whose ncu
@@ -327,6 +333,8 @@ def _reconcile_all(
         # profiled) has none to judge it by: "no ncu", the note says why and what gets one, rather
         # than a verdict that blames the user's timing or a gap against other work.
         n_list = [None if why else st for st, why in zip(n_list, sampled.no_ncu, strict=True)]
+        if autotune is not None:
+            n_list, sampled_notes = _autotuned_ncu(autotune, sampled, n_list)
     s_list: list[NsysStats | None] = [None] * len(specs)
     timelines: list[Timeline | None] = [None] * len(specs)
     facts: list[WindowFacts | None] = [None] * len(specs)
@@ -336,16 +344,40 @@ def _reconcile_all(
         # First uses and graph replays inside each benchmark's windows (the warm_up part, the
         # graph-aware fixes).
         facts = list(window_facts(found, len(specs), setup_calls))
+        for b, why in enumerate(autotune.no_nsys if autotune is not None else ()):
+            if why is not None:  # the nsys pass ran another config of an autotuned kernel: not its figure
+                s_list[b], timelines[b], facts[b] = None, None, None
     results = reconcile_all(
         specs, n_list, s_list, timelines, refs, tolerance=tolerance, ncu_cache_control=ncu_cache_control,
         nsys_timers=nsys_timers, windows=facts, limits=limits,
     )  # fmt: skip
+    if autotune is not None:
+        sampled_notes = [
+            (*mine, *(w for w in (why,) if w is not None), *more)
+            for mine, why, more in zip(sampled_notes, autotune.no_nsys, autotune.notes, strict=True)
+        ]
     # A benchmark's reason for having no ncu figure comes first: it is what its verdict rests on.
     return [
         replace(r, notes=(*extra, *r.notes) if extra[:1] and extra[0].startswith(NO_NCU_LEAD) else (*r.notes, *extra))
         if extra else r
         for r, extra in zip(results, sampled_notes, strict=True)
     ]  # fmt: skip
+
+
+def _autotuned_ncu(
+    autotune: Provenance, sampled: Sampled, n_list: list[NcuStats | None]
+) -> tuple[list[NcuStats | None], list[tuple[str, ...]]]:
+    """ncu figures and notes with the autotune files' evidence: a benchmark whose ncu pass ran another
+    config of an autotuned kernel than the plain pass timed has none (that reason first); one whose
+    launch shapes ncu and nsys disagree on while its ncu pass ran the plain pass's configs keeps its
+    ncu figure (nsys ran the other config, and ``autotune.no_nsys`` says so)."""
+    stats, notes = list(n_list), [tuple(x) for x in sampled.notes]
+    for b, (why, pinned) in enumerate(zip(autotune.no_ncu, autotune.ncu_pinned, strict=True)):
+        if why is not None:
+            stats[b], notes[b] = None, (why,)
+        elif pinned and autotune.no_nsys[b] is not None and (sampled.no_ncu[b] or "").startswith(OTHER_CONFIG_HEAD):
+            stats[b], notes[b] = sampled.stats[b], ()
+    return stats, notes
 
 
 def _device_limits(

@@ -81,6 +81,8 @@ NCU_FRONT_END_NS = 1500.0
 COVER_COLUMN = "nw_cover"
 #: The first words of the note that says why a benchmark has no ncu figure.
 NO_NCU_LEAD = "no ncu: "
+#: The head of the reason where ncu and nsys ran a kernel at launch shapes the other never did.
+OTHER_CONFIG_HEAD = NO_NCU_LEAD + "the ncu pass ran another config of "
 
 
 @dataclass(frozen=True)
@@ -468,9 +470,10 @@ def _other_config(
         theirs = ", ".join(sorted(set(ran.values())))
         mine = ", ".join(sorted(set(shapes.values())))
         return (
-            f"{NO_NCU_LEAD}the ncu pass ran another config of {short} ({theirs} against {mine} under nsys): "
-            "a ratio between two different kernels would mean nothing; pin the choice (an autotuner's config, a "
-            "library's algorithm) so that every pass runs the same kernel"
+            f"{OTHER_CONFIG_HEAD}{short} ({theirs} against {mine} under nsys): a ratio between two different "
+            "kernels would mean nothing; a library that picks its algorithm per process (not a triton.autotune "
+            "kernel, whose choices nsightwrap pins) needs its choice fixed in the script, e.g. "
+            "torch.backends.cudnn.benchmark = False"
         )
     return None
 
