@@ -394,13 +394,15 @@ def _device_limits(
         roofs = find_roofs(run_dir, str(name) if name else None, str(uuid) if uuid else None, device_file)
     except NsightwrapError:
         return device_limits(None, sidecars)  # the roofline reports the bad device file
-    l2 = None
+    l2 = lat = None
     if roofs.source == "measured":
         try:
-            l2 = read_device_file(Path(roofs.where)).gpu.l2_bytes
+            dev = read_device_file(Path(roofs.where))
+            l2, hbm = dev.gpu.l2_bytes, dev.get("latency", "hbm")
+            lat = hbm.value if hbm is not None and hbm.measured else None
         except NsightwrapError:
             l2 = None
-    return device_limits(roofs, sidecars, float(l2) if l2 else None)
+    return device_limits(roofs, sidecars, float(l2) if l2 else None, float(lat) if lat else None)
 
 
 def _plain_start(manifest: Mapping[str, Any]) -> float | None:

@@ -9,8 +9,9 @@ The front-end and gaps parts take it out of what they read, since ncu's duration
 
 The part is bounded by physics (``limits.DeviceLimits``): a loop dirtier than ncu's clean L2
 costs between 0 and the write-back of the dirty lines the kernels can evict, ``min(L2, ncu's
-DRAM bytes) / DRAM bandwidth``; a warmer one saves between 0 and the kernels' DRAM traffic in
-ncu's replay, ``ncu's DRAM bytes / DRAM bandwidth``. What a measurement puts beyond the bound is
+DRAM bytes) / DRAM bandwidth``; a warmer one saves between 0 and what the kernels' DRAM traffic
+costs in ncu's replay, ``ncu's DRAM bytes / DRAM bandwidth + one DRAM latency per kernel that
+moved DRAM bytes``. What a measurement puts beyond the bound is
 left in the residual, and the part's evidence names the bound.
 """
 
@@ -110,17 +111,31 @@ def dram_bytes(lp: Loop) -> float | None:
     return med([sum(float(k.dram_bytes or 0.0) for k in ks) for ks in per.values()])
 
 
+def dram_kernels(lp: Loop) -> int:
+    """Kernels per iteration in ncu that moved DRAM bytes (median over iterations): each waited at
+    least one DRAM latency in ncu's clean replay."""
+    per = by_iteration(lp.ncu)
+    counts = [sum(1 for k in ks if (k.dram_bytes or 0.0) > 0) for ks in per.values()]
+    return int(statistics.median_low(counts)) if counts else 0
+
+
 def bounds(lp: Loop, limits: DeviceLimits, n_x: float) -> tuple[float, float, str]:
     """(lowest, highest) the cache-state part can physically be (ns), and the rule in words."""
     traffic_b = dram_bytes(lp)
-    save = limits.traffic_ns(traffic_b)
+    n_k = dram_kernels(lp)
+    save = limits.warm_saving_ns(traffic_b, n_k)
     wb = limits.write_back_ns(traffic_b)
     bw = f"{limits.dram_bytes_per_s / 1e12:.2f} TB/s" if limits.dram_bytes_per_s else "unknown bandwidth"
     l2 = f"{limits.l2_bytes / 2**20:.0f} MiB" if limits.l2_bytes else "unknown L2"
     mb = f"{traffic_b / 1e6:.1f} MB" if traffic_b is not None else "uncounted DRAM bytes"
-    # A warmer L2 can save at most the kernels' DRAM traffic (all of ncu's time, where uncounted).
+    # A warmer L2 can save at most what the kernels' DRAM traffic costs in ncu's clean replay: the
+    # bytes at the bandwidth and one DRAM latency per kernel (all of ncu's time, where uncounted).
     lo_save = -(save if save is not None else n_x)
-    save_txt = f"ncu's DRAM traffic {mb} at {bw}" if save is not None else "ncu's whole time (DRAM bytes not counted)"
+    lat = f"{limits.dram_latency_ns:.0f} ns"
+    save_txt = (
+        f"ncu's DRAM traffic {mb} at {bw} plus one DRAM latency ({lat}) for each of its {n_k} kernel(s) with DRAM traffic"
+        if save is not None else "ncu's whole time (DRAM bytes not counted)"
+    )  # fmt: skip
     wb_txt = f"the write-back of min(L2 {l2}, {mb}) at {bw}"
     colder = lp.loop_state == "dirty" or (lp.loop_state in ("clean", "dirty") and lp.ncu_state == "warm")
     if lp.ncu_state == "warm" and lp.loop_state != "warm":
