@@ -1,4 +1,4 @@
-"""The GPU's figures the parts are bounded by: its L2 size and its DRAM bandwidth (``DeviceLimits``).
+"""The GPU's figures the parts are bounded by: its L2 size, DRAM bandwidth and DRAM latency (``DeviceLimits``).
 
 A dirty L2 can cost a kernel at most the write-back of the dirty lines it evicts (no more than the
 L2, no more than the lines its own DRAM traffic brings in): ``min(L2, dram bytes) / bandwidth``;
@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
 
 #: The DRAM latency where the device file has none measured: an H200's HBM latency (340 ns, random
 #: walks of 256 and 512 MiB; fixtures/device/h200.json, docs/device.md). Published figures for
