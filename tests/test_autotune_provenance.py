@@ -45,7 +45,8 @@ class Autotuner:
     """What the layer reads of triton's ``Autotuner``: ``configs``, ``cache``, ``base_fn``."""
 
     def __init__(self, configs: list[Config]) -> None:
-        self.configs, self.cache, self.base_fn = configs, {}, add_kernel
+        self.configs, self.base_fn = configs, add_kernel
+        self.cache: dict[tuple[Any, ...], Config] = {}
 
 
 CONFIGS = [Config(1024, 4), Config(2048, 4), Config(1024, 8)]

@@ -84,7 +84,12 @@ def test_duration_pass_runs_where_a_tenth_on_the_durations_moves_an_answer(tmp_p
     # On h200-mixed the duration pass moved one benchmark's ncu sum 7.3%: the what-if's 10% covers it.
     run = _without_sweep(tmp_path, "h200-mixed")
     runs, why = check_run(run, read_manifest(run), name="ncu-duration")
-    assert runs and why.startswith("with every ncu duration +10%, mixed.py:70 cuda_events #1: ok becomes explained")
+    # Without the clock sweep's readings mixed.py:39's warm-L2 saving is 11.36 us past its bound
+    # (-108.54 us against -97.19 us) and the benchmark unexplained; with ncu 10% shorter it is within it.
+    assert runs and why.startswith(
+        "with every ncu duration -10%, mixed.py:39 cuda_events #1: unexplained (cache_state, ncu_front_end, "
+        "unexplained) becomes explained (cache_state, ncu_front_end)"
+    ), why
     res = analyze(run)
     assert moved(res, res) is None
     assert moved(res, analyze(run, what_if=WhatIf(duration_scale=1.1))) is not None

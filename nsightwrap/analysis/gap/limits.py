@@ -73,10 +73,9 @@ def device_limits(
     """The run's ``DeviceLimits`` from its roofs (``model.Roofs``: measured or datasheet memory
     bandwidth), the L2 size of the device file (``device_l2_bytes``) or of the timer's device record,
     and the device file's HBM latency (``device_latency_ns``)."""
-    lat = (
-        {"dram_latency_ns": float(device_latency_ns), "latency_source": "the device file's HBM latency measurement"}
-        if device_latency_ns and device_latency_ns > 0 else {}
-    )  # fmt: skip
+    measured = device_latency_ns is not None and device_latency_ns > 0
+    lat_ns = float(device_latency_ns) if measured and device_latency_ns is not None else HBM_LATENCY_NS
+    lat_src = "the device file's HBM latency measurement" if measured else HBM_LATENCY_SOURCE
     l2: float | None = device_l2_bytes if device_l2_bytes else None
     l2_src = "the device file (nsightwrap device)" if l2 else "none"
     if l2 is None:
@@ -88,10 +87,10 @@ def device_limits(
     bw = getattr(roofs, "memory_bytes_per_s", None)
     src = getattr(roofs, "source", "none")
     if not bw:
-        return DeviceLimits(l2, l2_src, **lat)
+        return DeviceLimits(l2, l2_src, dram_latency_ns=lat_ns, latency_source=lat_src)
     where = (
         f"the device file's {getattr(roofs, 'memory_name', '') or 'HBM'} measurement"
         if src == "measured"
         else f"{getattr(roofs, 'where', '') or 'the datasheet'} (not measured on this GPU)"
     )
-    return DeviceLimits(l2, l2_src, float(bw), where, **lat)
+    return DeviceLimits(l2, l2_src, float(bw), where, lat_ns, lat_src)
