@@ -30,12 +30,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy nsightwrap
 
+# -n auto: one worker per core (pytest-xdist); every test keeps to its own tmp_path.
 unit: $(STAMP)
-	$(BIN)/pytest -q -m "not gpu and not slow"
+	$(BIN)/pytest -q -n auto -m "not gpu and not slow"
 
 ## test-slow: the CPU tests marked slow (tests/slow_tests.txt); CI runs it after make test
 test-slow: $(STAMP)
-	$(BIN)/pytest -q -m "slow and not gpu"
+	$(BIN)/pytest -q -n auto -m "slow and not gpu"
 
 ## test-lowest: the CPU tests with every direct dependency at the floor pyproject.toml allows
 ## (a fresh venv; pip cannot resolve to lowest versions, so the floors become == constraints)
