@@ -73,8 +73,11 @@ MAX_JSON_DEPTH = 64
 #: nsightwrap's largest integers, nanosecond timestamps, have 19).
 _MAX_INT_DIGITS = 24
 
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_NOT_BRACKET = re.compile(r"[^\[\]{}]")
+_NOT_STRUCTURE = re.compile(r'[^\[\]{}"]+')
+_QUOTED = re.compile(r'"[^"]*"')
+#: A number that float() may carry past its range: a long run of digits or a 3-digit exponent.
+#: Text without one parses with json's own number readers (no Python call per number).
+_HUGE_NUMBER = re.compile(rf"\d{{{_MAX_INT_DIGITS + 1},}}|[eE]\+?0*[1-9]\d{{2}}")
 _DEPTH = {"[": 1, "{": 1, "]": -1, "}": -1}
 # A surrogate can only reach a parsed string through a \uD800-\uDFFF escape (UTF-8 text holds none).
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -83,7 +86,11 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 def _depth(text: str) -> int:
     """The deepest nesting of ``[`` and ``{`` in JSON text, strings left out."""
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    # Escapes first (a pair of backslashes, then an escaped quote: JSON reads a backslash run
+    # pairwise from the left, as str.replace does), then all but brackets and quotes: what is
+    # left is short (a few characters per object or list) and strings are plain "...".
+    bare = _NOT_STRUCTURE.sub("", text.replace("\\\\", "").replace('\\"', ""))
+    brackets = _QUOTED.sub("", bare).replace('"', "")  # an unclosed string (truncated text)
     return max(accumulate(map(_DEPTH.__getitem__, brackets)), default=0)
 
 
@@ -119,8 +126,11 @@ def parse_json(text: str, where: str) -> Any:
             hint="the file is not one nsightwrap wrote; give the file nsightwrap made",
         )
     try:
-        doc = json.loads(text, parse_constant=lambda _: None, parse_float=lambda s: _finite_or_none(float(s)),
-                         parse_int=_int)  # fmt: skip
+        if _HUGE_NUMBER.search(text):
+            doc = json.loads(text, parse_constant=lambda _: None, parse_float=lambda s: _finite_or_none(float(s)),
+                             parse_int=_int)  # fmt: skip
+        else:
+            doc = json.loads(text, parse_constant=lambda _: None)
     except (json.JSONDecodeError, RecursionError, ValueError) as exc:
         raise ReportParseError(f"{where} is not valid JSON ({exc})", hint="the file may be truncated") from exc
     return _no_surrogates(doc) if _SURROGATE_ESCAPE.search(text) else doc
