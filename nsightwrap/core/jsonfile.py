@@ -75,9 +75,7 @@ _MAX_INT_DIGITS = 24
 
 _NOT_STRUCTURE = re.compile(r'[^\[\]{}"]+')
 _QUOTED = re.compile(r'"[^"]*"')
-#: A number that float() may carry past its range: a long run of digits or a 3-digit exponent.
-#: Text without one parses with json's own number readers (no Python call per number).
-_HUGE_NUMBER = re.compile(rf"\d{{{_MAX_INT_DIGITS + 1},}}|[eE]\+?0*[1-9]\d{{2}}")
+_HUGE_INT = 10**_MAX_INT_DIGITS
 _DEPTH = {"[": 1, "{": 1, "]": -1, "}": -1}
 # A surrogate can only reach a parsed string through a \uD800-\uDFFF escape (UTF-8 text holds none).
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -92,6 +90,25 @@ def _depth(text: str) -> int:
     bare = _NOT_STRUCTURE.sub("", text.replace("\\\\", "").replace('\\"', ""))
     brackets = _QUOTED.sub("", bare).replace('"', "")  # an unclosed string (truncated text)
     return max(accumulate(map(_DEPTH.__getitem__, brackets)), default=0)
+
+
+def _huge_numbers(doc: Any) -> bool:
+    """Whether ``doc`` holds an infinite float (a literal past float's range) or an integer of
+    more than ``_MAX_INT_DIGITS`` digits."""
+    stack = [doc]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, list):
+            try:  # a list of numbers (samples): its extremes in C
+                if v and not -_HUGE_INT < min(v) <= max(v) < _HUGE_INT:
+                    return True
+            except TypeError:  # other values too: one by one
+                stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and not -_HUGE_INT < v < _HUGE_INT:
+            return True
+    return False
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -126,11 +143,15 @@ def parse_json(text: str, where: str) -> Any:
             hint="the file is not one nsightwrap wrote; give the file nsightwrap made",
         )
     try:
-        if _HUGE_NUMBER.search(text):
+        # json's own number readers first (no Python call per number); read again number by
+        # number only where they read one otherwise (past float's range, a very long integer).
+        try:
+            doc = json.loads(text, parse_constant=lambda _: None)
+        except ValueError:  # an integer of over 4,300 digits
+            doc = None
+        if doc is None or _huge_numbers(doc):
             doc = json.loads(text, parse_constant=lambda _: None, parse_float=lambda s: _finite_or_none(float(s)),
                              parse_int=_int)  # fmt: skip
-        else:
-            doc = json.loads(text, parse_constant=lambda _: None)
     except (json.JSONDecodeError, RecursionError, ValueError) as exc:
         raise ReportParseError(f"{where} is not valid JSON ({exc})", hint="the file may be truncated") from exc
     return _no_surrogates(doc) if _SURROGATE_ESCAPE.search(text) else doc
