@@ -1,5 +1,6 @@
-"""The default report JSON (version 4) packs the timer's per-sample clocks as [clock, count]
-runs: read back, and compared, it gives what the full (--detail) report gives."""
+"""The default report JSON (version 4) packs the timer's samples (rounded to 0.1 ns) and its
+per-sample clocks ([clock, count] runs): read back and compared, it gives the verdicts the full
+(--detail) report gives, its ratio estimates within a relative 1e-6."""
 
 from __future__ import annotations
 
@@ -32,20 +33,40 @@ def test_default_json_packs_clocks_and_reads_and_compares_as_the_full_one() -> N
     timed = [(s["timer"], f["timer"]) for s, f in zip(short["benchmarks"], full["benchmarks"], strict=True) if f["timer"]]
     assert timed and any(f["sample_clock_hz"] for _, f in timed)
     for s, f in timed:
-        assert s["samples_ns"] == f["samples_ns"]  # as measured, not rounded
+        assert s["samples_ns"] == [round(v, 1) for v in f["samples_ns"]]
+        assert s["samples_ns"] != f["samples_ns"]  # the full file keeps them as measured
         if f["sample_clock_hz"]:
             assert s["sample_clock_hz"] is None and expand_runs(s["sample_clock_runs"]) == f["sample_clock_hz"]
             assert len(s["sample_clock_runs"]) < len(f["sample_clock_hz"])
-    back = report_from_dict(short)
+    back = report_from_dict(json.loads(write_report_json(result, detail=True)))
     assert [b.timer.sample_clock_hz if b.timer else None for b in back.benchmarks] == [
         b.timer.sample_clock_hz if b.timer else None for b in result.benchmarks
     ]
 
-    def verdicts(doc: dict) -> str:
-        a = side_from_report(doc, label="a", metric="timer", where="a")
-        return compare_json(compare(a, side_from_report(doc, label="b", metric="timer", where="b"), metric="timer"))
+    assert [b.timer.sample_clock_hz if b.timer else None for b in report_from_dict(short).benchmarks] == [
+        b.timer.sample_clock_hz if b.timer else None for b in result.benchmarks
+    ]
 
-    assert verdicts(short) == verdicts(full) == verdicts(report_to_dict(result))
+    def compared(doc: dict, scale: float = 1.0) -> dict:
+        slower = json.loads(json.dumps(doc))
+        for b in slower["benchmarks"]:
+            if b["timer"] and b["name"] in ("mm_large", "add_small"):
+                b["timer"]["samples_ns"] = [v * scale for v in b["timer"]["samples_ns"]]
+        a = side_from_report(doc, label="a", metric="timer", where="a")
+        return json.loads(compare_json(compare(a, side_from_report(slower, label="b", metric="timer", where="b"),
+                                               metric="timer")))  # fmt: skip
+
+    for scale in (1.0, 1.1):
+        got, want = compared(short, scale), compared(full, scale)
+        assert got == compared(report_to_dict(result, detail=False), scale)
+        verdicts = {b["benchmark"]: b["verdict"] for b in got["benchmarks"]}
+        assert verdicts["mm_large"] == ("SAME" if scale == 1.0 else "SLOWER"), verdicts
+        assert [(b["benchmark"], b["verdict"], b.get("reason")) for b in got["benchmarks"]] == [
+            (b["benchmark"], b["verdict"], b.get("reason")) for b in want["benchmarks"]
+        ]
+        for g, w in zip(got["benchmarks"], want["benchmarks"], strict=True):
+            if w["ratio"] is not None:
+                assert g["ratio"]["estimate"] == pytest.approx(w["ratio"]["estimate"], rel=1e-6)
 
 
 def test_broken_clock_runs_are_one_clear_error() -> None:
