@@ -249,9 +249,18 @@ def _out(size: int) -> str:
     return "-" if not size else f"{size / 1e6:.2f} MB" if size >= 1e5 else f"{size / 1e3:.1f} KB"
 
 
+def _loadavg() -> str:
+    """The 1, 5 and 15-minute load averages (Linux), or "-" where there are none."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "-"
+
+
 def _print(rows: list[tuple[str, float, int, str]], stored: list[dict[str, Any]]) -> None:
     print(f"machine: {platform.processor() or platform.machine()}, {platform.python_implementation()} "
-          f"{platform.python_version()}, {os.cpu_count()} CPUs")  # fmt: skip
+          f"{platform.python_version()}, {os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M')}, "
+          f"load average {_loadavg()}")  # fmt: skip
     print()
     if rows:
         print("| step | seconds | output | note |\n| --- | ---: | ---: | --- |")

@@ -96,10 +96,8 @@ class Run:
 
     def full_html(self) -> str:
         """The full report as one HTML document, the same as ``nsightwrap report --format html``."""
-        from nsightwrap.core.extras import require_html
         from nsightwrap.export.html import render_html
 
-        require_html("run.full_html()")
         return render_html(self.result)
 
     def full(self) -> FullReport:

@@ -86,7 +86,8 @@ def _thermal_report(src: dict[str, Any], names: set[str]) -> dict[str, Any]:
         # Cycles as measured, at the lower clock: each sample's time grows by 1 / DROP.
         t["samples_ns"] = [v / DROP for v in t["samples_ns"]]
         t["sm_clock_hz"] *= DROP
-        t["sample_clock_hz"] = [None if f is None else f * DROP for f in t["sample_clock_hz"]]
+        # The default report JSON packs the per-sample clocks as [clock, count] runs.
+        t["sample_clock_runs"] = [[None if f is None else f * DROP, n] for f, n in t["sample_clock_runs"]]
         b["ref_clock_hz"] *= DROP
         b["power"]["throttle_reasons"] = ["sw_thermal"]
     return doc

@@ -24,9 +24,12 @@ from typing import Any
 #:      clock part's ``evidence.kernels``) are left out and ``ncu.elasticity``,
 #:      ``ncu.elasticity_source`` and ``nsys.iterations`` summarise them; true (``--detail``):
 #:      every row, as version 2.
-FORMAT_VERSION = 3
-#: Report versions this nsightwrap reads (versions 2 and 3 only added or left out fields).
-READABLE_VERSIONS = (1, 2, 3)
+#:   4: without ``detail``, ``timer.samples_ns`` rounded to 0.1 ns and the per-sample clocks as
+#:      ``timer.sample_clock_runs`` ([clock, count] pairs; ``sample_clock_hz`` null); with
+#:      ``detail`` as version 3.
+FORMAT_VERSION = 4
+#: Report versions this nsightwrap reads (versions 2 to 4 only added, left out or packed fields).
+READABLE_VERSIONS = (1, 2, 3, 4)
 
 
 class Verdict(str, Enum):

@@ -91,15 +91,10 @@ def report_command(
     again).
 
     Exit codes: 0 ok (whatever the verdicts, unless --strict), 1 --strict found a benchmark to
-    look at, 2 bad input, 5 a report reader crashed, 8 --format html without matplotlib
-    (pip install 'nsightwrap[html]'). compare, by contrast, exits 1 on a regression by default.
+    look at, 2 bad input, 5 a report reader crashed. compare, by contrast, exits 1 on a
+    regression by default.
     """
     fmt = fmt_f or fmt
-    if fmt is Format.html:  # before the analysis: a missing extra is told at once
-        from nsightwrap.core.extras import require_html
-
-        require_html()
-
     if not run_dir.is_dir():
         raise InputNotFound(f"{run_dir}: not a run directory", hint="give the directory nsightwrap profile wrote (-o)")
     if not 0 < tolerance < 1000:

@@ -28,6 +28,7 @@ from nsightwrap.core.contract import (
     SIDECAR_FORMAT,
     SIDECAR_GLOB,
     TRUSTED_CLOCK_SOURCES,
+    expand_runs,
 )
 from nsightwrap.core.errors import FormatVersionError, InputNotFound, ReportParseError, UsageError
 from nsightwrap.core.jsonfile import check_schema, read_json_object
@@ -210,6 +211,10 @@ def _sample_clocks(entry: Mapping[str, Any], n: int, where: str) -> tuple[float,
     """SM clock (Hz) of every sample: its own where recorded, else the benchmark's median clock."""
     median = _opt_positive(entry.get("sm_clock_hz"), "sm_clock_hz", where)
     per = entry.get("sample_clock_hz")
+    if per is None and entry.get("sample_clock_runs") is not None:  # the default report JSON's runs
+        per = expand_runs(entry["sample_clock_runs"])
+        if per is None:
+            raise ReportParseError(f"{where}: field 'sample_clock_runs' must be a list of [clock, count] pairs")
     if per is None:
         return (median,) * n if median is not None else None
     if not isinstance(per, list) or len(per) != n:

@@ -6,7 +6,7 @@ these environment variables, where the run directory is and which pass is runnin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: Absolute path of the run directory of the current ``nsightwrap profile`` run.
@@ -225,3 +225,29 @@ TRUSTED_CLOCK_SOURCES = ("nsys GPU metrics", "probe", "stamps", "given", "boost"
 #: sidecar: ``RUN_DIR/<pass>/autotune-<pid>.json`` (docs/capture.md, "Autotuned kernels").
 AUTOTUNE_FORMAT = "nsightwrap-autotune"
 AUTOTUNE_GLOB = "autotune-*.json"
+
+
+def value_runs(values: Sequence[Any]) -> list[list[Any]]:
+    """``values`` as ``[value, count]`` pairs of equal neighbours: a timer's per-sample clocks
+    (the same clock for hundreds of samples) in a few pairs (the report JSON's
+    ``timer.sample_clock_runs``)."""
+    runs: list[list[Any]] = []
+    for v in values:
+        if runs and runs[-1][0] == v:
+            runs[-1][1] += 1
+        else:
+            runs.append([v, 1])
+    return runs
+
+
+def expand_runs(runs: Any) -> list[Any] | None:
+    """The values of ``[value, count]`` pairs, in order; None where ``runs`` is not a list of
+    such pairs (a count a positive integer)."""
+    if not isinstance(runs, list):
+        return None
+    out: list[Any] = []
+    for r in runs:
+        if not (isinstance(r, list) and len(r) == 2 and type(r[1]) is int and r[1] > 0):
+            return None
+        out += [r[0]] * r[1]
+    return out

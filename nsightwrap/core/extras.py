@@ -1,9 +1,10 @@
 """Optional dependencies: what needs them, and the one-line error when one is missing.
 
-matplotlib draws the HTML report's charts and nothing else, so it is the ``html`` extra
-(``pip install 'nsightwrap[html]'``): the terminal, Markdown and JSON reports, ``compare`` and the
-notebook frames work without it. The chart modules import it lazily; an HTML output checks for it
-first, so a missing one is one line and exit 8 instead of a traceback half-way through a report.
+matplotlib draws the device page's measured curves (``nsightwrap device --format html``) and
+nothing else, so it is the ``html`` extra (``pip install 'nsightwrap[html]'``): every report
+format, the HTML report included (its charts are written as SVG by ``export.svgplot``),
+``compare`` and the notebook work without it. The chart module imports it lazily; the device
+page checks for it first, so a missing one is one line and exit 8 instead of a traceback.
 """
 
 from __future__ import annotations

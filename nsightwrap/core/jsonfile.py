@@ -73,8 +73,9 @@ MAX_JSON_DEPTH = 64
 #: nsightwrap's largest integers, nanosecond timestamps, have 19).
 _MAX_INT_DIGITS = 24
 
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_NOT_BRACKET = re.compile(r"[^\[\]{}]")
+_NOT_STRUCTURE = re.compile(r'[^\[\]{}"]+')
+_QUOTED = re.compile(r'"[^"]*"')
+_HUGE_INT = 10**_MAX_INT_DIGITS
 _DEPTH = {"[": 1, "{": 1, "]": -1, "}": -1}
 # A surrogate can only reach a parsed string through a \uD800-\uDFFF escape (UTF-8 text holds none).
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -83,8 +84,31 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 def _depth(text: str) -> int:
     """The deepest nesting of ``[`` and ``{`` in JSON text, strings left out."""
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    # Escapes first (a pair of backslashes, then an escaped quote: JSON reads a backslash run
+    # pairwise from the left, as str.replace does), then all but brackets and quotes: what is
+    # left is short (a few characters per object or list) and strings are plain "...".
+    bare = _NOT_STRUCTURE.sub("", text.replace("\\\\", "").replace('\\"', ""))
+    brackets = _QUOTED.sub("", bare).replace('"', "")  # an unclosed string (truncated text)
     return max(accumulate(map(_DEPTH.__getitem__, brackets)), default=0)
+
+
+def _huge_numbers(doc: Any) -> bool:
+    """Whether ``doc`` holds an infinite float (a literal past float's range) or an integer of
+    more than ``_MAX_INT_DIGITS`` digits."""
+    stack = [doc]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, list):
+            try:  # a list of numbers (samples): its extremes in C
+                if v and not -_HUGE_INT < min(v) <= max(v) < _HUGE_INT:
+                    return True
+            except TypeError:  # other values too: one by one
+                stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and not -_HUGE_INT < v < _HUGE_INT:
+            return True
+    return False
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -119,8 +143,15 @@ def parse_json(text: str, where: str) -> Any:
             hint="the file is not one nsightwrap wrote; give the file nsightwrap made",
         )
     try:
-        doc = json.loads(text, parse_constant=lambda _: None, parse_float=lambda s: _finite_or_none(float(s)),
-                         parse_int=_int)  # fmt: skip
+        # json's own number readers first (no Python call per number); read again number by
+        # number only where they read one otherwise (past float's range, a very long integer).
+        try:
+            doc = json.loads(text, parse_constant=lambda _: None)
+        except ValueError:  # an integer of over 4,300 digits
+            doc = None
+        if doc is None or _huge_numbers(doc):
+            doc = json.loads(text, parse_constant=lambda _: None, parse_float=lambda s: _finite_or_none(float(s)),
+                             parse_int=_int)  # fmt: skip
     except (json.JSONDecodeError, RecursionError, ValueError) as exc:
         raise ReportParseError(f"{where} is not valid JSON ({exc})", hint="the file may be truncated") from exc
     return _no_surrogates(doc) if _SURROGATE_ESCAPE.search(text) else doc

@@ -1,9 +1,11 @@
-"""Every matplotlib chart of the HTML views as inline SVG (no script, font or style fetched): a
-benchmark's timings side by side, the plain pass's SM clock, a gap's waterfall, the energy timeline,
-the log-log roofline and the device curves. Charts draw numbers they are given: roofs, ridge points
+"""Every chart of the HTML views as inline SVG (no script, font or style fetched): a benchmark's
+timings side by side, the plain pass's SM clock, a gap's waterfall, the energy timeline, the
+log-log roofline and the device curves. Charts draw numbers they are given: roofs, ridge points
 and achieved rates are computed by ``analysis.roofline`` and ``device.roofs``.
 
-Names are data, not TeX (``text.parse_math`` off), and SVG text stays text (small, searchable).
+The report's charts are written as SVG text by ``svgplot`` (under a millisecond a chart, no
+plotting library imported); the device file's measured curves are drawn by matplotlib. SVG text
+stays text (small, searchable) and names are escaped, never parsed as markup.
 """
 
 from __future__ import annotations
@@ -18,6 +20,20 @@ from typing import Any
 from nsightwrap.analysis.model import BenchmarkResult, RunResult
 from nsightwrap.export import gap_text as g
 from nsightwrap.export import reportfmt as f
+from nsightwrap.export.escape import html as esc
+from nsightwrap.export.svgplot import (
+    Bar,
+    Canvas,
+    Panel,
+    Scale,
+    Span,
+    hbars,
+    log_ticks,
+    stacked_lines,
+    text_width,
+    x_axis,
+    y_axis,
+)
 
 # One colour per source, the same in every chart even when a source is missing.
 BAR_COLORS = {"timer": "#4c72b0", "ncu raw": "#dd8452", "ncu @clock": "#c44e52", "nsys kernels": "#55a868", "nsys busy": "#8172b3"}
@@ -62,27 +78,15 @@ def bar_chart(b: BenchmarkResult) -> str | None:
     if not known:
         return None
     top = max(known) / 1e3 or 1.0
-    plt = _plt()
     # Horizontal bars, every source on its own row even when missing (labelled, not dropped),
     # with the value written at the bar's end: the numbers are read, not guessed from an axis.
-    fig, ax = plt.subplots(figsize=(4.2, 1.9))
-    rows = range(len(pairs))
-    ax.barh(rows, [(v or 0.0) / 1e3 for v in values], color=[BAR_COLORS[k] for k, _ in pairs], height=0.7)
-    for y, v in zip(rows, values, strict=True):
-        text = "no data" if v is None else f.time_ns(v)
-        ax.text((v or 0.0) / 1e3 + top * 0.02, y, text, va="center", fontsize=8, color="#333" if v is not None else "#999")
-    ax.set_yticks(list(rows), [k for k, _ in pairs])
-    ax.invert_yaxis()
-    ax.set_xlim(0, top * 1.45)
-    ax.set_xlabel("us, median per iteration")
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.set_title(
-        f"{f.label(b)}: {f.verdict_text(b.verdict)}" + (f", ratio {f.ratio(b.ratio)} @ {f.ratio_clock(b)}" if b.ratio is not None else ""),
-        fontsize=9,
-        loc="left",
-        color=f.verdict_color(b.verdict),
-    )
-    return _svg(fig)
+    bars = [
+        Bar(k, 0.0, None if v is None else v / 1e3, BAR_COLORS[k], "no data" if v is None else f.time_ns(v),
+            "#333" if v is not None else "#999")  # fmt: skip
+        for (k, _), v in zip(pairs, values, strict=True)
+    ]
+    title = f"{f.label(b)}: {f.verdict_text(b.verdict)}" + (f", ratio {f.ratio(b.ratio)} @ {f.ratio_clock(b)}" if b.ratio is not None else "")
+    return hbars(bars, title=title, title_color=f.verdict_color(b.verdict), xlabel="us, median per iteration", lo=0.0, hi=top * 1.45)
 
 
 def benchmark_spans(result: RunResult) -> list[tuple[BenchmarkResult, float, float]]:
@@ -93,17 +97,6 @@ def benchmark_spans(result: RunResult) -> list[tuple[BenchmarkResult, float, flo
         for b in result.benchmarks
         if b.power is not None and b.power.t_start_s is not None and b.power.t_end_s is not None
     ]
-
-
-def _shade(axes: Sequence[Any], result: RunResult) -> None:
-    """Shade every benchmark's span on ``axes`` and name it above the first (up to ``LABELLED_SPANS``)."""
-    spans = benchmark_spans(result)
-    for i, (b, t0, t1) in enumerate(spans):
-        for ax in axes:
-            ax.axvspan(t0, t1, color=_SHADES[i % len(_SHADES)], alpha=0.12, lw=0)
-        if len(spans) <= LABELLED_SPANS:  # beyond, names would pile up (and cost a text each)
-            axes[0].text(t0, 1.02, f.label(b), transform=axes[0].get_xaxis_transform(), fontsize=7,
-                         rotation=30, va="bottom", ha="left")  # fmt: skip
 
 
 def timeline_caption(result: RunResult, *, power: bool) -> str:
@@ -134,20 +127,22 @@ def timeline_caption(result: RunResult, *, power: bool) -> str:
     return out
 
 
+def _spans(result: RunResult) -> list[Span]:
+    """Every benchmark's span, shaded, named up to ``LABELLED_SPANS`` (beyond, names would pile up)."""
+    spans = benchmark_spans(result)
+    named = len(spans) <= LABELLED_SPANS
+    return [Span(t0, t1, _SHADES[i % len(_SHADES)], f.label(b) if named else None) for i, (b, t0, t1) in enumerate(spans)]
+
+
 def clock_chart(result: RunResult) -> str | None:
     """The SM clock of the plain pass against time (nvidia-smi samples), each benchmark's span
     shaded and named; None without any sample."""
     if not result.clock_trace:
         return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 2.4))
-    ax.plot([c.t_s for c in result.clock_trace], [c.sm_clock_hz / 1e9 for c in result.clock_trace], lw=1)
-    _shade([ax], result)
-    ax.set_xlabel("seconds into the plain pass")
-    ax.set_ylabel("SM clock (GHz)")
-    ax.set_title("SM clock during the plain pass (nvidia-smi samples)", fontsize=9, loc="left", pad=40 if benchmark_spans(result) else 6)
-    ax.grid(alpha=0.3)
-    return _svg(fig)
+    trace = result.clock_trace
+    return stacked_lines([c.t_s for c in trace], [Panel([c.sm_clock_hz / 1e9 for c in trace], "SM clock (GHz)", "#4c72b0")],
+                         xlabel="seconds into the plain pass", title="SM clock during the plain pass (nvidia-smi samples)",
+                         spans=_spans(result), panel_height=150.0)  # fmt: skip
 
 
 def waterfall_svg(b: BenchmarkResult) -> str | None:
@@ -165,34 +160,12 @@ def waterfall_svg(b: BenchmarkResult) -> str | None:
         at += p.ns / 1e3
     rows.append(("residual", at, gap.residual_ns / 1e3, "residual"))
     rows.append(("timer - ncu", 0.0, gap.total_ns / 1e3, "total"))
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 0.42 * len(rows) + 0.9))
-    ys = list(range(len(rows)))
-    ax.barh(
-        ys, [r[2] for r in rows], left=[r[1] for r in rows], color=[WATERFALL_COLORS[r[3]] for r in rows], height=0.6
-    )
     lo = min(0.0, *(min(r[1], r[1] + r[2]) for r in rows))
     hi = max(0.0, *(max(r[1], r[1] + r[2]) for r in rows))
-    pad = (hi - lo) * 0.02 or 0.01
-    for y, (_, start, length, _) in zip(ys, rows, strict=True):
-        end = start + length
-        ax.text(
-            (max(start, end) + pad) if length >= 0 else (min(start, end) - pad),
-            y,
-            g.signed_us(length * 1e3),
-            va="center",
-            ha="left" if length >= 0 else "right",
-            fontsize=8,
-        )
-    ax.axvline(0, color="#444", lw=0.8)
-    ax.set_yticks(ys, [r[0] for r in rows])
-    ax.invert_yaxis()
     span = hi - lo or 1.0
-    ax.set_xlim(lo - 0.3 * span, hi + 0.3 * span)
-    ax.set_xlabel("us per call (positive: the timing is longer than ncu)")
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.set_title(f"{f.label(b)}: {g.headline(gap)}", fontsize=9, loc="left")
-    return _svg(fig)
+    bars = [Bar(label, start, length, WATERFALL_COLORS[key], g.signed_us(length * 1e3)) for label, start, length, key in rows]
+    return hbars(bars, title=f"{f.label(b)}: {g.headline(gap)}", title_color="#222", lo=lo - 0.3 * span, hi=hi + 0.3 * span,
+                 xlabel="us per call (positive: the timing is longer than ncu)", plot_width=340.0, zero_line=True)  # fmt: skip
 
 
 def has_timeline(result: RunResult) -> bool:
@@ -206,24 +179,16 @@ def timeline_svg(result: RunResult) -> str | None:
     trace = result.clock_trace
     if not has_timeline(result):
         return None
-    plt = _plt()
-    fig, axes = plt.subplots(3, 1, figsize=(9, 4.6), sharex=True)
-    t = [c.t_s for c in trace]
-    series = (
-        ([c.sm_clock_hz / 1e9 for c in trace], "SM clock (GHz)", "#4c72b0"),
-        ([c.power_w if c.power_w is not None else float("nan") for c in trace], "power (W)", "#c44e52"),
-        ([c.temperature_c if c.temperature_c is not None else float("nan") for c in trace], "GPU temp (C)", "#dd8452"),
-    )
-    for ax, (ys, label, color) in zip(axes, series, strict=True):
-        ax.plot(t, ys, lw=1, color=color)
-        ax.set_ylabel(label)
-        ax.grid(alpha=0.3)
-    _shade(axes, result)
+    panels = [
+        Panel([c.sm_clock_hz / 1e9 for c in trace], "SM clock (GHz)", "#4c72b0"),
+        Panel([c.power_w if c.power_w is not None else math.nan for c in trace], "power (W)", "#c44e52"),
+        Panel([c.temperature_c if c.temperature_c is not None else math.nan for c in trace], "GPU temp (C)", "#dd8452"),
+    ]
+    spans = _spans(result)
     # The caption promises shading only where some was drawn.
-    shaded = "; shaded: each benchmark's timed samples and energy window" if benchmark_spans(result) else ""
-    axes[-1].set_xlabel(f"seconds into the plain pass (nvidia-smi samples{shaded})")
-    fig.tight_layout()
-    return _svg(fig)
+    shaded = "; shaded: each benchmark's timed samples and energy window" if spans else ""
+    return stacked_lines([c.t_s for c in trace], panels, xlabel=f"seconds into the plain pass (nvidia-smi samples{shaded})",
+                         spans=spans, width=680.0, panel_height=90.0)  # fmt: skip
 
 
 # ------------------------------------------------------------------ the roofline and device curves
@@ -280,6 +245,20 @@ def _plain_log_ticks(ax: Any, x: bool = True, y: bool = True) -> None:
         ax.yaxis.set_minor_formatter(NullFormatter())
 
 
+def _marker(c: Canvas, x: float, y: float, marker: str, color: str, size: float) -> str:
+    """The SVG shape of one point: o circle, s square, D diamond, ^ / v triangles."""
+    r = size / 2
+    style = f'fill="{color}" stroke="white" stroke-width="0.5"'
+    if marker == "s":
+        return f'<rect x="{x - r:.1f}" y="{y - r:.1f}" width="{size:.1f}" height="{size:.1f}" {style}/>'
+    if marker in "D^v":
+        pts = {"D": ((0, -r * 1.2), (r * 1.2, 0), (0, r * 1.2), (-r * 1.2, 0)),
+               "^": ((0, -r * 1.2), (r * 1.1, r * 0.9), (-r * 1.1, r * 0.9)),
+               "v": ((0, r * 1.2), (r * 1.1, -r * 0.9), (-r * 1.1, -r * 0.9))}[marker]  # fmt: skip
+        return f'<polygon points="{" ".join(f"{x + dx:.1f},{y + dy:.1f}" for dx, dy in pts)}" {style}/>'
+    return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r:.1f}" {style}/>'
+
+
 def roofline_svg(
     memory_bytes_per_s: float | None,
     roofs: Sequence[ChartRoof],
@@ -288,51 +267,83 @@ def roofline_svg(
     l2_bytes_per_s: float | None = None,
 ) -> str | None:
     """A log-log roofline: per compute roof the line min(peak, intensity x memory roof), the L2
-    roof dashed, every point at (intensity, achieved FLOP/s); roofs and points named in a legend
-    beside the chart (inline labels of close roofs would overlap)."""
+    roof dashed, every point at (intensity, achieved FLOP/s) in a group ``POINT_ID`` holding its
+    ``<title>`` (the browser shows it on hover); roofs and points named in a legend beside the
+    chart (inline labels of close roofs would overlap)."""
     pts = [p for p in points if p.intensity > 0 and p.flops_per_s > 0 and math.isfinite(p.intensity)]
     if not memory_bytes_per_s and not roofs:
         return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7.0, 4.6))
     xs = [p.intensity for p in pts]
     peaks = [r.flops_per_s for r in roofs]
     ridges = [r.flops_per_s / memory_bytes_per_s for r in roofs] if memory_bytes_per_s else []
     lo = min([0.01, *(x / 3 for x in xs)])
     hi = max([1e4, *(x * 3 for x in xs), *(r * 10 for r in ridges)])
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     top = max([*peaks, *(p.flops_per_s for p in pts), 1.0])
+    bottom = min([*(p.flops_per_s for p in pts), lo * (memory_bytes_per_s or 1e12)])
+    ylo, yhi = max(bottom / 3, 1e6), top * 3
+
+    legend: list[tuple[str, str, str]] = []  # (label, colour, kind: a dash pattern, "-" or a marker)
     for r in roofs:
-        color = ROOF_COLORS.get(r.name, "#555")
-        ys = [min(r.flops_per_s, x * memory_bytes_per_s) for x in grid] if memory_bytes_per_s else [r.flops_per_s] * len(grid)
         ridge = f", ridge {r.flops_per_s / memory_bytes_per_s:.0f} FLOP/B" if memory_bytes_per_s else ""
-        ax.plot(grid, ys, color=color, lw=1.4, label=f"{r.name} {_si(r.flops_per_s, 3)}{'OP' if r.name == 'int8' else 'FLOP'}/s{ridge}")
+        legend.append((f"{r.name} {_si(r.flops_per_s, 3)}{'OP' if r.name == 'int8' else 'FLOP'}/s{ridge}", ROOF_COLORS.get(r.name, "#555"), "-"))
     if memory_bytes_per_s:
-        ax.plot(grid, [x * memory_bytes_per_s for x in grid], color="#333", lw=0.8, ls=":",
-                label=f"HBM {memory_bytes_per_s / 1e12:.3g} TB/s")  # fmt: skip
+        legend.append((f"HBM {memory_bytes_per_s / 1e12:.3g} TB/s", "#333", "1,2"))
     if l2_bytes_per_s:
-        ax.plot(grid, [min(top, x * l2_bytes_per_s) for x in grid], color="#999", lw=0.8, ls="--",
-                label=f"L2 {l2_bytes_per_s / 1e12:.3g} TB/s")  # fmt: skip
-    markers = "osD^vP*Xh"
+        legend.append((f"L2 {l2_bytes_per_s / 1e12:.3g} TB/s", "#999", "4,2"))
+    markers = "osD^v"
+    styled = []
     for i, p in enumerate(pts):
         color = POINT_COLORS[i % len(POINT_COLORS)]
         marker = p.marker if p.marker != "o" else markers[i // len(POINT_COLORS) % len(markers)]
-        dot = ax.scatter([p.intensity], [p.flops_per_s], color=color, marker=marker, s=30 if p.marker == "o" else 14,
-                         zorder=3, label=p.label, edgecolors="white", linewidths=0.4)  # fmt: skip
-        dot.set_gid(POINT_ID.format(i))
-    bottom = min([*(p.flops_per_s for p in pts), lo * (memory_bytes_per_s or 1e12)])
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(max(bottom / 3, 1e6), top * 3)
-    _plain_log_ticks(ax)
-    ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
-    ax.set_ylabel("FLOP/s")
-    ax.set_title(title, fontsize=9, loc="left")
-    ax.grid(alpha=0.25, which="both")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
-    svg = _svg(fig)
-    return _with_titles(svg, [p.title or p.label for p in pts])
+        styled.append((p, color, marker, 7.0 if p.marker == "o" else 5.0))
+        legend.append((p.label, color, "marker:" + marker))
+
+    left, top_px, plot_w, plot_h = 62.0, 24.0, 380.0, 280.0
+    legend_x = left + plot_w + 14
+    legend_w = max((text_width(label, 7) for label, _, _ in legend), default=0.0) + 26
+    height = max(top_px + plot_h + 40, top_px + 11 * len(legend) + 10)
+    c = Canvas(max(legend_x + legend_w, text_width(title, 9) + 12), height)
+    c.text(4, 11, title, 9)
+    sx = Scale(lo, hi, left, left + plot_w, log=True)
+    sy = Scale(ylo, yhi, top_px + plot_h, top_px, log=True)
+    x_axis(c, sx, log_ticks(lo, hi), top_px + plot_h, lambda v: f"{v:g}", "arithmetic intensity (FLOP per DRAM byte)", grid_to=top_px)
+    y_axis(c, sy, log_ticks(ylo, yhi), left, _si, "FLOP/s", grid_to=left + plot_w)
+    # Lines are drawn in data space and clipped to the axes (a roof runs off the top).
+    c.raw(f'<defs><clipPath id="plot"><rect x="{left}" y="{top_px}" width="{plot_w}" height="{plot_h}"/></clipPath></defs>'
+          '<g clip-path="url(#plot)">')  # fmt: skip
+
+    def line(ys_of: Any, color: str, width: float, dash: str | None = None) -> None:
+        # A roof is straight in log-log space but for its ridge: the ends and the ridge suffice.
+        knees = sorted({lo, hi, *(x for x in ridges if lo < x < hi)})
+        c.polyline([(sx(x), sy(max(ys_of(x), ylo / 10))) for x in knees], color, width, dash)
+
+    for r in roofs:
+        peak = r.flops_per_s
+        color = ROOF_COLORS.get(r.name, "#555")
+        if memory_bytes_per_s:
+            bw = memory_bytes_per_s
+            line(lambda x, peak=peak, bw=bw: min(peak, x * bw), color, 1.4)
+        else:
+            line(lambda x, peak=peak: peak, color, 1.4)
+    if memory_bytes_per_s:
+        bw = memory_bytes_per_s
+        line(lambda x: x * bw, "#333", 0.8, "1,2")
+    if l2_bytes_per_s:
+        l2 = l2_bytes_per_s
+        knees = sorted({lo, hi, *([top / l2] if lo < top / l2 < hi else [])})
+        c.polyline([(sx(x), sy(min(top, x * l2))) for x in knees], "#999", 0.8, "4,2")
+    c.raw("</g>")
+    for i, (p, color, marker, size) in enumerate(styled):
+        c.raw(f'<g id="{POINT_ID.format(i)}" class="nw-point"><title>{esc(p.title or p.label)}</title>'
+              f"{_marker(c, sx(p.intensity), sy(p.flops_per_s), marker, color, size)}</g>")  # fmt: skip
+    for j, (label, color, kind) in enumerate(legend):
+        y = top_px + 4 + 11 * j
+        if kind.startswith("marker:"):
+            c.raw(_marker(c, legend_x + 9, y, kind.split(":", 1)[1], color, 6.0))
+        else:
+            c.line(legend_x, y, legend_x + 18, y, color, 1.4 if kind == "-" else 0.8, dash=None if kind == "-" else kind)
+        c.text(legend_x + 24, y, label, 7)
+    return c.svg()
 
 
 _ID = re.compile(r'\bid="([^"]+)"')
@@ -354,19 +365,6 @@ def unique_ids(doc: str) -> str:
         return _REF.sub(lambda r: f"{r.group(1)}{pre}{r.group(2)}", svg)
 
     return _SVG.sub(one, doc)
-
-
-def _with_titles(svg: str, titles: Sequence[str]) -> str:
-    """``svg`` with a ``<title>`` first in each point's group: the browser shows it on hover (no
-    script, nothing fetched). Names are escaped; matplotlib wrote the groups from ``set_gid``."""
-    from nsightwrap.export.escape import html as esc
-
-    def titled(m: re.Match[str]) -> str:
-        i = int(m.group(1))
-        return f'{m.group(0)[:-1]} class="nw-point"><title>{esc(titles[i])}</title>' if i < len(titles) else m.group(0)
-
-    # One pass over the SVG, not one per point (a sweep's chart holds a thousand points).
-    return re.sub(r'<g id="' + POINT_ID.format(r"(\d+)") + '">', titled, svg)
 
 
 def curve_svg(xs: Sequence[float], ys: Sequence[float], *, xlabel: str, ylabel: str, title: str,

@@ -1,6 +1,7 @@
 """Every HTML view, one self-contained document per result kind (inline CSS and SVG; no script,
 font or style fetched): the run report, a device file, and the report's sections (gap, energy,
-shards, roofline). Charts are ``charts``'s (matplotlib); every name goes through ``escape.html``.
+shards, roofline). Charts are ``charts``'s (SVG written by ``svgplot``; the device curves by
+matplotlib); every name goes through ``escape.html``.
 
 At scale the report stays small and fast: one chart per benchmark up to ``MAX_CHARTS``, else the
 worst that many (the roofline section too), and waterfalls for the worst flagged and unexplained
@@ -56,13 +57,10 @@ figure.timeline{margin:0.5em 0 1.5em 0} figcaption{color:#555;font-size:13px;max
 
 
 #: Bar charts drawn at most: one per benchmark up to this many, else the worst this many (a
-
-#: chart costs ~60 ms and ~17 KB; at 1,000 benchmarks the summary table carries the rest).
+#: chart is about 4 KB; at 1,000 benchmarks the summary table carries the rest).
 
 MAX_CHARTS = 24
 
-
-#: Bar colours: the timing longer than ncu, shorter, the residual, the whole gap.
 
 #: Waterfalls drawn at most (the worst flagged and unexplained benchmarks).
 
@@ -312,8 +310,8 @@ def gap_html(result: RunResult, max_waterfalls: int = MAX_WATERFALLS, *, causes_
         "<p>timer - ncu (ncu at its own clocks), split into parts measured in this run; they add up, "
         "residual included. Parts in bold are ones the timing method can change.</p>",
     ]
-    # A waterfall for the worst flagged and unexplained benchmarks (at most MAX_WATERFALLS: a
-    # chart costs ~60 ms), their tables open; every other benchmark's table folded.
+    # A waterfall for the worst flagged and unexplained benchmarks (at most MAX_WATERFALLS), their
+    # tables open; every other benchmark's table folded.
     look = [b for b in f.worst_first(with_gap) if b.verdict in f.TO_LOOK_AT]
     drawn = look[:max_waterfalls]
     if len(look) > len(drawn):

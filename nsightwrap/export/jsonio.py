@@ -49,7 +49,7 @@ from nsightwrap.analysis.model import (
 )
 from nsightwrap.compare.energy import EnergyVerdict
 from nsightwrap.compare.verdicts import BenchVerdict, Comparison, Interval, Spread
-from nsightwrap.core.contract import REPORT_FORMAT
+from nsightwrap.core.contract import REPORT_FORMAT, expand_runs, value_runs
 from nsightwrap.core.errors import FormatVersionError, ReportParseError
 from nsightwrap.device.result import DeviceFile
 from nsightwrap.device.store import device_doc
@@ -108,13 +108,16 @@ def summary_only(doc: dict[str, Any]) -> dict[str, Any]:
     ``ncu.elasticity``), nsys's per-iteration lists (their count kept as ``nsys.iterations``),
     ``roofline.kernels`` and the clock part's per-kernel ``evidence.kernels``. Kept: every
     summary figure, and the samples ``compare`` reads (timer samples and their clocks, ncu's
-    per-iteration sums, energy samples)."""
+    per-iteration sums, energy samples), the timer's samples rounded to 0.1 ns (``SAMPLE_NS_DIGITS``)
+    and its per-sample clocks packed as ``sample_clock_runs`` (``[clock, count]`` pairs)."""
     from nsightwrap.compare.sides import elasticity_of
 
     out = {k: v for k, v in doc.items() if k != "clock_trace"}
     benches = []
     for b in doc.get("benchmarks") or ():
         b = dict(b)
+        if isinstance(b.get("timer"), dict):
+            b["timer"] = _packed_timer(b["timer"])
         if isinstance(b.get("ncu"), dict):
             e, src = elasticity_of(b)
             b["ncu"] = {**{k: v for k, v in b["ncu"].items() if k != "kernels"}, "elasticity": e,
@@ -134,6 +137,26 @@ def summary_only(doc: dict[str, Any]) -> dict[str, Any]:
         benches.append(b)
     out["benchmarks"] = benches
     return out
+
+
+#: Decimals of a timer sample (ns) in the default report JSON: 0.1 ns, far below what a timer
+#: resolves (CUDA events: about 0.5 us) and a relative 1e-4 of a 1 us sample; ``--detail`` and
+#: the stored analysis keep every sample as measured.
+SAMPLE_NS_DIGITS = 1
+
+
+def _packed_timer(t: dict[str, Any]) -> dict[str, Any]:
+    """A timer block with its samples rounded to ``SAMPLE_NS_DIGITS`` and its per-sample clocks
+    as ``[clock, count]`` runs: written in full, the two were three quarters of a default report
+    JSON (``254015.99192991853`` where ``254016.0`` says as much)."""
+    t = dict(t)
+    if isinstance(t.get("samples_ns"), list):
+        t["samples_ns"] = [v if v is None else round(v, SAMPLE_NS_DIGITS) for v in t["samples_ns"]]
+    clocks = t.get("sample_clock_hz")
+    if isinstance(clocks, list) and clocks:
+        t["sample_clock_hz"] = None
+        t["sample_clock_runs"] = value_runs(clocks)
+    return t
 
 
 def summary_dict(result: RunResult) -> dict[str, Any]:
@@ -226,6 +249,10 @@ def _bench(d: Mapping[str, Any]) -> BenchmarkResult:
     timer = None
     if d.get("timer") is not None:
         t = dict(d["timer"])
+        if t.get("sample_clock_hz") is None and t.get("sample_clock_runs") is not None:
+            t["sample_clock_hz"] = expand_runs(t["sample_clock_runs"])
+            if t["sample_clock_hz"] is None:
+                raise ValueError("field 'timer/sample_clock_runs' must be a list of [clock, count] pairs")
         if t.get("sample_clock_hz") is not None:
             t["sample_clock_hz"] = [_nan(v) for v in t["sample_clock_hz"]]
         timer = _build(TimerStats, t)
