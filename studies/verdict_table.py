@@ -56,7 +56,8 @@ def rows(doc: dict[str, Any], tol: float) -> list[dict[str, Any]]:
         timer, ncu = b.get("timer") or {}, b.get("ncu") or {}
         t = b.get("user_value_ns") or timer.get("median_ns")
         n_raw, n_ref = ncu.get("median_ns"), ncu.get("normalized_ns") or ncu.get("median_ns")
-        verdict = str(b.get("verdict"))
+        nsys_ns = (b.get("nsys") or {}).get("median_ns")  # the loop's kernels under nsys, per iteration
+        verdict = str(b.get("verdict")).replace("_", " ")  # the JSON writes verdict words with underscores
         check = "-"
         if t and n_ref and verdict not in NOT_JUDGED:
             within = abs(t / n_ref - 1) <= tol
@@ -68,6 +69,7 @@ def rows(doc: dict[str, Any], tol: float) -> list[dict[str, Any]]:
             "name": b.get("name"), "t_us": t / 1e3 if t else None, "ncu_raw_us": n_raw / 1e3 if n_raw else None,
             "ncu_ref_us": n_ref / 1e3 if n_ref else None, "clock_ghz": (b.get("ref_clock_hz") or 0) / 1e9 or None,
             "clock_src": _src(b.get("ref_clock_source")), "ratio": b.get("ratio"), "ratio_raw": b.get("ratio_raw"),
+            "t_over_nsys": t / nsys_ns if t and nsys_ns else None,
             "verdict": verdict, "check": check,
             "parts": [(p.get("cause"), p.get("ns", 0) / 1e3, _bound(p.get("evidence"))) for p in parts],
             "residual_us": resid / 1e3 if resid is not None else None,
@@ -82,14 +84,14 @@ def _f(v: Any, fmt: str = ".2f") -> str:
 
 def table(name: str, rs: list[dict[str, Any]]) -> str:
     lines = [f"### {name}", "",
-             "| benchmark | T us | ncu raw us | ncu @clock us | clock GHz (source) | ratio | verdict | check | parts us (bound us) | residual us (% of gap) |",
-             "| --- | ---: | ---: | ---: | --- | ---: | --- | --- | --- | ---: |"]  # fmt: skip
+             "| benchmark | T us | ncu raw us | ncu @clock us | clock GHz (source) | ratio | T / nsys kernels | verdict | check | parts us (bound us) | residual us (% of gap) |",
+             "| --- | ---: | ---: | ---: | --- | ---: | ---: | --- | --- | --- | ---: |"]  # fmt: skip
     for r in rs:
         parts = ", ".join(f"{c} {v:+.2f}" + (f" ({b / 1e3:.1f})" if b else "") for c, v, b in r["parts"]) or "-"
         share = f" ({r['residual_share'] * 100:.0f}%)" if r["residual_share"] is not None else ""
         name_cell = str(r["name"]).replace("|", "\\|")
         lines.append(f"| {name_cell} | {_f(r['t_us'])} | {_f(r['ncu_raw_us'])} | {_f(r['ncu_ref_us'])} | "
-                     f"{_f(r['clock_ghz'], '.3f')} ({r['clock_src']}) | {_f(r['ratio'])} | {r['verdict']} | {r['check']} | "
+                     f"{_f(r['clock_ghz'], '.3f')} ({r['clock_src']}) | {_f(r['ratio'])} | {_f(r.get('t_over_nsys'))} | {r['verdict']} | {r['check']} | "
                      f"{parts} | {_f(r['residual_us'])}{share} |")  # fmt: skip
     judged = [r for r in rs if r["check"] != "-"]
     agree = sum(r["check"] == "agrees" for r in judged)

@@ -460,9 +460,12 @@ def test_json_round_trip_keeps_raw_samples(
     path = tmp_path / "report.json"
     write_report_json(result, path, detail=True)
     doc = json.loads(path.read_text(encoding="utf-8"))
-    # The default (summary) JSON keeps the raw samples compare reads, too.
+    # The default (summary) JSON keeps the samples compare reads, to 0.1 ns (far below any timer's
+    # resolution); --detail keeps them exactly.
     summary = json.loads(write_report_json(result))
-    assert [e["timer"]["samples_ns"] for e in summary["benchmarks"]] == [e["timer"]["samples_ns"] for e in doc["benchmarks"]]
+    for short, full in zip(summary["benchmarks"], doc["benchmarks"], strict=True):
+        a, b = short["timer"]["samples_ns"], full["timer"]["samples_ns"]
+        assert len(a) == len(b) and all(abs(x - y) <= 0.05 + 1e-9 for x, y in zip(a, b, strict=True)), full["name"]
     for entry in doc["benchmarks"]:
         assert entry["timer"]["samples_ns"] == sidecar[entry["name"]]["samples_ns"]
     copy = next(e for e in doc["benchmarks"] if e["name"] == "copy_1g")

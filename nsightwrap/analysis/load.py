@@ -62,13 +62,21 @@ from nsightwrap.analysis.ncusample import (
     kernel_cap,
     ncu_stats_sampled,
 )
-from nsightwrap.analysis.plainclock import plain_pass_clocks
+from nsightwrap.analysis.plainclock import plain_pass_clocks, same_pace
 from nsightwrap.analysis.power import attach_power
 from nsightwrap.analysis.reconcile import BenchmarkSpec, reconcile_all, specs_from_nvtx
 from nsightwrap.analysis.roofline import attach_rooflines, find_roofs
 from nsightwrap.analysis.whatif import WhatIf
 from nsightwrap.analysis.window_facts import WindowFacts, window_facts
-from nsightwrap.core.contract import ITER_PREFIX, NVTX_DOMAIN, PASS_NCU, PASS_NSYS, SIDECAR_GLOB, uuid_key
+from nsightwrap.core.contract import (
+    ITER_PREFIX,
+    NVTX_DOMAIN,
+    PASS_NCU,
+    PASS_NSYS,
+    PASS_PLAIN,
+    SIDECAR_GLOB,
+    uuid_key,
+)
 from nsightwrap.core.errors import NativeReaderCrashed, NsightwrapError, ReportParseError, UsageError
 from nsightwrap.core.jsonfile import finite_number
 from nsightwrap.core.rundir import (
@@ -168,7 +176,19 @@ def analyze(
     nsys_timers = _nsys_pass_timings(layout)
     plain_hz = plain_clock_from_samples(samples) if samples is not None else None
     plain_capture = _read_plain_clock(layout, notes, read_nsys)
-    in_plain = plain_pass_clocks([(s.nvtx_path, s.iter_prefix) for s in specs], sidecars, plain_capture)
+    # The windows lie in the clock run's sidecars (plain-clock/), which must have run each loop at
+    # the plain pass's pace for its clock to count; a run whose plain pass itself was sampled has
+    # them in its own sidecars.
+    paths = [s.nvtx_path for s in specs]
+    pace_notes: list[tuple[str, ...]] = [()] * len(specs)
+    if layout.clock_windows_dir == layout.pass_dir(PASS_PLAIN):
+        in_plain = plain_pass_clocks([(s.nvtx_path, s.iter_prefix) for s in specs], sidecars, plain_capture)
+    else:
+        clock_docs = _sidecar_docs(layout.clock_windows_dir)
+        in_plain = plain_pass_clocks([(s.nvtx_path, s.iter_prefix) for s in specs], clock_docs, plain_capture)
+        in_plain, pace_notes = same_pace(
+            in_plain, paths, [s.timer.median_ns if s.timer else None for s in specs], _pass_timings(layout.clock_windows_dir)
+        )
     clocks, refs = benchmark_clocks(specs, found, nsys, nsys_timers, ref_choice, env, manifest, plain_hz, in_plain)
     setup = nsys.setup_calls if nsys is not None else None
     limits = _device_limits(run_dir, env, sidecars, device_file)
@@ -178,7 +198,8 @@ def analyze(
     results = _reconcile_all(specs, refs, ncu, found, nsys_timers, tolerance=tolerance,
                              ncu_cache_control=env.ncu_cache_control, manifest=manifest, setup_calls=setup,
                              on_sampled=on_sampled, limits=limits, autotune=tuned)  # fmt: skip
-    results = [replace(r, clock=c, notes=(*_clock_note(r, c), *r.notes)) for r, c in zip(results, clocks, strict=True)]
+    results = [replace(r, clock=c, notes=(*_clock_note(r, c), *pn, *r.notes))
+               for r, c, pn in zip(results, clocks, pace_notes, strict=True)]  # fmt: skip
     results = finish_results(results, specs, sidecars, tolerance, ncu, env.ncu_cache_control)
     return attach_power(attach_rooflines(RunResult(
         run_dir=str(run_dir),
@@ -418,8 +439,25 @@ def _plain_start(manifest: Mapping[str, Any]) -> float | None:
 def _nsys_pass_timings(layout: RunLayout) -> dict[str, float]:
     """The nsys pass's own timings (``nsys/timer-*.json``, the sidecar format), median per call by
     benchmark range: the decomposition measures nsys's slow-down of the loop with them (analysis/gap/slowdown.py)."""
+    return _pass_timings(layout.pass_dir(PASS_NSYS))
+
+
+def _sidecar_docs(folder: Path) -> list[tuple[Path, Mapping[str, Any]]]:
+    """The sidecars of a folder other than plain/, each read or left out (a bad one costs only
+    what it would have given)."""
+    out: list[tuple[Path, Mapping[str, Any]]] = []
+    for path in sorted(folder.glob(SIDECAR_GLOB)):
+        try:
+            out.append((path, read_sidecar_doc(path)))
+        except ReportParseError:
+            continue
+    return out
+
+
+def _pass_timings(folder: Path) -> dict[str, float]:
+    """A pass's own timings (its ``timer-*.json`` sidecars), median per call by benchmark range."""
     out: dict[str, float] = {}
-    for path in sorted(layout.pass_dir(PASS_NSYS).glob(SIDECAR_GLOB)):
+    for path in sorted(folder.glob(SIDECAR_GLOB)):
         try:
             doc = read_sidecar_doc(path)
         except ReportParseError:

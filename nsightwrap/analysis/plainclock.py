@@ -25,6 +25,11 @@ import pandas as pd
 from nsightwrap.analysis.gpuclock import one_gpu
 from nsightwrap.analysis.model import MeasuredClock
 
+#: Largest move of a timing's median between the clock run and the plain pass (a factor off 1)
+#: for the clock run's clock to stand for the plain pass's loop. A GPU-bound loop's time follows
+#: its clock, so a loop that kept its pace within 5% ran at a clock within about that of the one
+#: measured; host-bound loops that sampling slowed (docs/profile.md) fail it and say so.
+MAX_MOVE = 0.05
 #: Fewest GPC samples inside a timing's windows for their mean to stand for its clock.
 MIN_SAMPLES = 3
 #: The anchor event ran this long before its range ended (the synchronize's return and the pop).
@@ -128,3 +133,36 @@ def plain_pass_clocks(
             ok = np.isfinite(lo) & np.isfinite(hi)
             out[i] = _clock_in(t, hz, lo[ok], hi[ok])
     return out
+
+
+def same_pace(
+    clocks: Sequence[MeasuredClock | None],
+    paths: Sequence[str],
+    plain_ns: Sequence[float | None],
+    clock_run_ns: Mapping[str, float],
+) -> tuple[list[MeasuredClock | None], list[tuple[str, ...]]]:
+    """Keep a clock measured in the clock run only for loops that ran there at the plain pass's
+    pace (medians within ``MAX_MOVE``); the others lose it, with a note saying by how much the
+    clock run moved them. Loops without a plain-pass median (the script's own NVTX ranges) keep
+    theirs: there is no timing to compare."""
+    out: list[MeasuredClock | None] = []
+    notes: list[tuple[str, ...]] = []
+    for c, path, pn in zip(clocks, paths, plain_ns, strict=True):
+        cn = clock_run_ns.get(path)
+        if c is None or not pn or pn <= 0:
+            out.append(c)
+            notes.append(())
+        elif cn is None or cn <= 0:
+            out.append(None)
+            notes.append(("plain pass's clock not measured: the clock run has no timing of this loop to check its pace against",))
+        elif abs(cn / pn - 1.0) > MAX_MOVE:
+            out.append(None)
+            notes.append((
+                f"plain pass's clock not measured: under nsys sampling the clock, the loop took {cn / 1e3:.2f} us "
+                f"against {pn / 1e3:.2f} us in the plain pass ({cn / pn:.2f}x, more than {MAX_MOVE:.0%}), so the "
+                f"clock sampled there ({c.mean_hz / 1e9:.3f} GHz) is not this loop's",
+            ))
+        else:
+            out.append(c)
+            notes.append(())
+    return out, notes

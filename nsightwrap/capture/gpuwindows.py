@@ -1,8 +1,8 @@
 """Where the plain pass's timed windows lie on the GPU's timeline, so that its SM clock can be read.
 
-With ``NSIGHTWRAP_PLAIN_CLOCK=1`` the plain pass runs under nsys with GPU-metrics sampling and no
-CUDA trace (docs/capture.md, "The plain pass's own clock"): nsys records the GPC clock and the
-NVTX ranges, never a kernel, so the script's launches are not slowed. To find the clock samples
+After the plain pass, its clock run (``contract.PASS_PLAIN_CLOCK``) runs the script again under
+nsys with GPU-metrics sampling and no CUDA trace (docs/profile.md, "The plain pass's own clock"):
+nsys records the GPC clock and the NVTX ranges, never a kernel. To find the clock samples
 taken inside a timing's own windows, each timing gets an *anchor*: on an idle device an NVTX range
 ``nsightwrap-anchor <pid>.<k>`` is pushed, a timing event recorded, the device synchronized and
 the range popped. With nothing queued, the anchor event ran inside that range, so its GPU time is
@@ -22,8 +22,6 @@ from typing import Any
 
 from nsightwrap.core import contract
 
-#: ``1``: the plain pass samples the GPU's clock (set by ``nsightwrap profile``).
-ENV_PLAIN_CLOCK = contract.ENV_PLAIN_CLOCK
 #: Windows kept per timing, evenly spread: at 20 kHz a 2 us window holds a sample once in 25
 #: windows, so 4,000 windows still give about 160 samples; a 1 ms window holds 20 each.
 MAX_WINDOWS = 4000
@@ -33,8 +31,9 @@ _count = 0
 
 
 def enabled(pass_name: str | None) -> bool:
-    """Whether this process is the plain pass of a profile that samples the clock."""
-    return pass_name == contract.PASS_PLAIN and os.environ.get(ENV_PLAIN_CLOCK) == "1"
+    """Whether this process is the plain pass's clock run (the script under nsys sampling the
+    GPU's clock, after the plain pass: ``contract.PASS_PLAIN_CLOCK``)."""
+    return pass_name == contract.PASS_PLAIN_CLOCK
 
 
 class Anchor:

@@ -171,7 +171,7 @@ class Layer:
     def __init__(self, environ: dict[str, str] | None = None) -> None:
         env = os.environ if environ is None else environ
         p = env.get(contract.ENV_PASS)
-        self.pass_name: str | None = p if p in contract.PASSES else None
+        self.pass_name: str | None = p if p in (*contract.PASSES, contract.PASS_PLAIN_CLOCK) else None
         self.run_dir: str | None = env.get(contract.ENV_RUN_DIR) or None
         try:
             self.ncu_iters = max(1, int(env.get(contract.ENV_NCU_ITERS, "3")))
@@ -234,7 +234,7 @@ class Layer:
         """Timings are kept, and a sidecar written, in the plain pass (the run's timings) and the
         nsys pass (the same timings under nsys: the gap's profiler-overhead part compares them),
         or outside a profile run; never under ncu, which replays every kernel."""
-        return self.pass_name in (contract.PASS_PLAIN, contract.PASS_NSYS, None)
+        return self.pass_name in (contract.PASS_PLAIN, contract.PASS_NSYS, contract.PASS_PLAIN_CLOCK, None)
 
     # -- user code or library ------------------------------------------------------------------
 

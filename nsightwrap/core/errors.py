@@ -8,7 +8,7 @@ Exit codes (the CLI contract): 0 ok, 1 findings that fail (``--strict``, regress
 5 a native library crashed while reading a report (the rest of the report is still produced),
 6 nothing was measured (no pass produced a figure for any benchmark), 7 ``compare`` found no
 benchmark in common (or, with ``--require-all``, a baseline benchmark is missing), 8 an output
-asked for needs an optional extra that is not installed (HTML: ``pip install 'nsightwrap[html]'``),
+asked for needs an optional extra that is not installed (the device page's HTML: ``pip install 'nsightwrap[html]'``),
 130 interrupted by Ctrl-C.
 """
 
@@ -38,7 +38,7 @@ EXIT_MEANINGS: tuple[tuple[int, str], ...] = (
     (EXIT_NATIVE_CRASH, "the native ncu report reader (ncu_report) crashed; the rest of the report is still produced"),
     (EXIT_NOTHING_MEASURED, "nothing measured: no timing and no profiled kernel (no GPU, no ncu, no nsys?)"),
     (EXIT_NO_COMMON, "compare: no benchmark in common (or, with --require-all, a baseline benchmark is missing)"),
-    (EXIT_MISSING_EXTRA, "an output needs an optional extra that is not installed (HTML: pip install 'nsightwrap[html]')"),
+    (EXIT_MISSING_EXTRA, "an output needs an optional extra that is not installed (the device page's HTML: pip install 'nsightwrap[html]')"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
 )
 

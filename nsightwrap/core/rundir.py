@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nsightwrap.core.contract import PASS_NCU, PASS_NSYS, PASS_PLAIN
+from nsightwrap.core.contract import PASS_NCU, PASS_NSYS, PASS_PLAIN, PASS_PLAIN_CLOCK
 from nsightwrap.core.errors import (
     BadField,
     FormatVersionError,
@@ -99,16 +99,27 @@ class RunLayout:
 
     @property
     def plain_clock_base(self) -> Path:
-        """The plain pass's GPU-metrics capture (nsys, no CUDA trace), without suffix."""
-        return self.pass_dir(PASS_PLAIN) / "clock"
+        """The clock run's GPU-metrics capture (nsys, no CUDA trace), without suffix."""
+        return self.pass_dir(PASS_PLAIN_CLOCK) / "clock"
 
     @property
     def plain_clock_rep(self) -> Path:
-        return self.pass_dir(PASS_PLAIN) / "clock.nsys-rep"
+        return self.pass_dir(PASS_PLAIN_CLOCK) / "clock.nsys-rep"
 
     @property
     def plain_clock_sqlite(self) -> Path:
-        return _plain_or_gz(self.pass_dir(PASS_PLAIN) / "clock.sqlite")
+        """The clock run's capture cut to the clock and NVTX; a run made when the plain pass
+        itself ran under nsys (no ``plain-clock/``) kept it in ``plain/``."""
+        new = _plain_or_gz(self.pass_dir(PASS_PLAIN_CLOCK) / "clock.sqlite")
+        old = _plain_or_gz(self.pass_dir(PASS_PLAIN) / "clock.sqlite")
+        return old if not new.exists() and old.exists() else new
+
+    @property
+    def clock_windows_dir(self) -> Path:
+        """Where the sidecars that place each timing's windows against the clock capture lie:
+        the clock run's (``plain-clock/``), or the plain pass's in a run made before it had one."""
+        d = self.pass_dir(PASS_PLAIN_CLOCK)
+        return d if d.is_dir() else self.pass_dir(PASS_PLAIN)
 
     @property
     def startup_file(self) -> Path:
