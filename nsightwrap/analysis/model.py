@@ -301,6 +301,11 @@ class BenchmarkResult:
     #: The timer's samples spread wider than the tolerance (interquartile range over the median):
     #: the verdict cannot be trusted to that tolerance.
     noisy: bool = False
+    #: Where the ratio is at ncu's own clock because the loop's measured clock was contradicted by
+    #: its kernels' own durations, and the timing over those durations (at the clock the loop ran
+    #: at) falls on the other side of the tolerance: that ratio. The verdict cannot be trusted to
+    #: the tolerance; None otherwise.
+    clock_unresolved_ratio: float | None = None
 
     def __repr__(self) -> str:
         ratio = "-" if self.ratio is None else f"{self.ratio:.3f}"

@@ -149,6 +149,25 @@ def _verdict_ratio(gap: Gap) -> tuple[float, float | None, float] | None:
     return at, (float(hz) if hz else None), gap.ncu_ns + (clock.ns if clock is not None else 0.0)
 
 
+def _clock_unresolved(gap: Gap | None, timer: TimerStats | None, verdict: Verdict, tolerance: float) -> float | None:
+    """The timing over its kernels at the clock the loop ran at, where the verdict's ratio is at
+    ncu's own clocks (the loop's measured clock was contradicted by the kernels' own durations,
+    gap/clock.py) and this ratio falls on the other side of the tolerance; else None.
+
+    The kernels' own durations (nsys or CUPTI, per iteration) hold none of ncu's per-kernel front
+    end, which ncu's figure does: the gap's ``ncu_front_end`` part (ncu's, as this run measured
+    it) is added back, so that both ratios are against ncu's kind of figure."""
+    if gap is None or timer is None or verdict in (Verdict.NO_NCU, Verdict.NO_DATA, Verdict.NO_TIMER):
+        return None
+    own = gap.measurements.get("contradicted_own_ns")
+    if not isinstance(own, (int, float)) or own <= 0 or not gap.timer_ns:
+        return None
+    fe = -sum(p.ns for p in gap.parts if p.cause == "ncu_front_end")
+    r = gap.timer_ns / (own + max(fe, 0.0))
+    within = abs(r - 1.0) <= tolerance
+    return r if within != (verdict is Verdict.OK) else None
+
+
 def disagreement(ncu: NcuStats | None, nsys: NsysStats | None) -> Cause | None:
     """``extra_or_missing_kernels`` when ncu and nsys disagree about the kernels of an iteration."""
     if ncu is None or nsys is None:
@@ -314,6 +333,15 @@ def reconcile(
                 f"clock normalization closed the gap: {ratio_raw:.2f}x at ncu's clock, {ratio:.2f}x at "
                 f"{_ghz(ratio_clock_hz)}"
             )
+    unresolved = _clock_unresolved(gap, timer, verdict, tolerance)
+    if unresolved is not None and gap is not None:
+        own = gap.measurements["contradicted_own_ns"]
+        notes.append(
+            f"the ratio is at ncu's own clocks, which the loop did not run at (its measured clock was contradicted, "
+            f"above); at the clock it ran at its kernels took {_us(own)} per call, which puts the timing at "
+            f"{unresolved:.2f}x, on the other side of the {tolerance:.0%} tolerance: the verdict cannot be trusted "
+            f"to {tolerance:.0%} (a clock sweep, or --clock-ref HZ with the clock you know, settles it)"
+        )
     spread = timer.spread if timer is not None else None
     noisy = spread is not None and spread > tolerance and verdict not in (Verdict.NO_NCU, Verdict.NO_DATA)
     if noisy and timer is not None:
@@ -372,6 +400,7 @@ def reconcile(
         ratio_clock_hz=ratio_clock_hz,
         ncu_at_ratio_ns=ncu_at_ratio_ns,
         noisy=noisy,
+        clock_unresolved_ratio=unresolved,
         verdict=verdict,
         causes=causes,
         notes=tuple(notes),

@@ -284,6 +284,7 @@ def _bench(d: Mapping[str, Any]) -> BenchmarkResult:
         ratio_clock_hz=None if d.get("ratio_clock_hz") is None else float(d["ratio_clock_hz"]),
         ncu_at_ratio_ns=None if d.get("ncu_at_ratio_ns") is None else float(d["ncu_at_ratio_ns"]),
         noisy=bool(d.get("noisy", False)),
+        clock_unresolved_ratio=d.get("clock_unresolved_ratio"),
         causes=causes,
         notes=tuple(d.get("notes") or ()),
         roofline=roofline_from_dict(d.get("roofline")),

@@ -63,7 +63,7 @@ def _summary(result: RunResult) -> list[str]:
                 *([md_cell(f.gpu_tag(b, full=True))] if gpu else []),
                 *f.summary_numbers(b),
                 (f"**{f.verdict_text(b.verdict)}**" if b.causes else f.verdict_text(b.verdict))
-                + (f" ({f.noisy_text(b)})" if b.noisy else ""),
+                + (f" ({f.noisy_text(b)})" if f.noisy_text(b) else ""),
             ]
         )
     header = ["benchmark", *(["GPU"] if gpu else []), *f.SUMMARY_NUMBER_HEADERS, "verdict"]

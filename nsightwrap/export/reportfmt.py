@@ -292,9 +292,14 @@ def spread(b: BenchmarkResult) -> str:
 
 
 def noisy_text(b: BenchmarkResult) -> str:
-    """``noisy: IQR 18.4%`` for a benchmark whose samples spread wider than the tolerance, else ``""``."""
+    """Why the verdict cannot be trusted to the tolerance, else ``""``: ``noisy: IQR 18.4%`` for
+    samples that spread wider than it, ``clock unresolved: 1.15x at the loop's clock`` where the
+    ratio is at ncu's own clock and the kernels' own durations in the loop put it across."""
     sp = b.timer.spread if b.timer is not None else None
-    return f"noisy: IQR {sp:.1%}" if b.noisy and sp is not None else ""
+    marks = [f"noisy: IQR {sp:.1%}"] if b.noisy and sp is not None else []
+    if b.clock_unresolved_ratio is not None:
+        marks.append(f"clock unresolved: {b.clock_unresolved_ratio:.2f}x at the loop's clock")
+    return "; ".join(marks)
 
 
 def verdict_cell(b: BenchmarkResult) -> str:

@@ -39,6 +39,9 @@ class Clock:
     n_x: float  # ncu's per-iteration median at that clock
     part: GapPart | None
     note: str | None
+    #: Where the loop's clock was contradicted: the kernels' own durations per iteration in the
+    #: loop (ns), which the verdict's ratio at ncu's own clock is then checked against.
+    own_ns: float | None = None
 
 
 def clock_part(
@@ -72,7 +75,7 @@ def clock_part(
             f"{where} they took {us(own)}, ncu {us(n)} at its {ghz(ncu.sm_clock_hz)} and {us(at_ref)} "
             f"carried to {ghz(ref)}; the decomposition keeps ncu's clocks (give --clock-ref HZ to override)"
         )
-        return Clock(None, n, None, note)
+        return Clock(None, n, None, note, own_ns=own)
     rows = []
     heuristic = False
     for ks in per.values():

@@ -98,6 +98,9 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
         "ncu_front_end_in_window_ns": shown_f,
         "device_limits": inp.limits.source,
         "cupti_kernel_ns": lp.timer.kernel_ns,
+        # The loop's clock contradicted by its kernels' own durations (clock.py): those durations,
+        # at the clock the loop really ran at, per iteration.
+        "contradicted_own_ns": clk.own_ns,
         "elasticity": "measured" if ncu.kernels and all(k.elasticity_source == "measured" for k in ncu.kernels)
         else ("heuristic" if ncu.kernels else None),
         "opposed_parts": {"over": list(opp.over), "against": list(opp.against)} if opp.over else None,
