@@ -19,7 +19,6 @@ Such a benchmark gets no ncu figure (``Provenance.no_ncu``), or its nsys figure 
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from nsightwrap.analysis.iterations import ITER_PATH, NsysIterations
+from nsightwrap.analysis.ncusample import dims_size
 from nsightwrap.core.contract import AUTOTUNE_FORMAT, AUTOTUNE_GLOB, PASS_NCU, PASS_NSYS, PASS_PLAIN
 
 if TYPE_CHECKING:
@@ -189,15 +189,6 @@ def divergences(plain: PassTuning | None, later: PassTuning) -> list[Divergence]
     return out
 
 
-def _size(dims: object) -> int | None:
-    if not isinstance(dims, str) or not dims.strip():
-        return None
-    try:
-        return math.prod(int(x) for x in dims.split(","))
-    except ValueError:
-        return None
-
-
 def _ncu_blocks(kernels: pd.DataFrame | None, specs: Sequence[BenchmarkSpec]) -> dict[int, dict[str, set[int | None]]]:
     """Per benchmark: each kernel (function name) ncu ran in its iterations, with its block sizes."""
     from nsightwrap.analysis.reconcile import base_name
@@ -211,7 +202,7 @@ def _ncu_blocks(kernels: pd.DataFrame | None, specs: Sequence[BenchmarkSpec]) ->
         for p in seq:
             m = ITER_PATH.fullmatch(str(p))
             if m and (b := heads.get(m.group(1))) is not None:
-                out.setdefault(b, {}).setdefault(base_name(name), set()).add(_size(block))
+                out.setdefault(b, {}).setdefault(base_name(name), set()).add(dims_size(block))
                 break
     return out
 
@@ -230,7 +221,7 @@ def _nsys_blocks(found: NsysIterations | None) -> dict[int, dict[str, set[int | 
     k = k.merge(found.all_ops[cols].drop_duplicates("op_id"), on="op_id", how="inner")
     blocks = k["block"] if "block" in k else pd.Series(None, index=k.index)
     for spec, name, block in zip(k["spec"], k["name"].astype(str), blocks, strict=True):
-        out.setdefault(int(spec), {}).setdefault(base_name(name), set()).add(_size(block))
+        out.setdefault(int(spec), {}).setdefault(base_name(name), set()).add(dims_size(block))
     return out
 
 

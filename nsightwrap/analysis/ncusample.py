@@ -171,7 +171,7 @@ def _cap_of_argv(argv: Sequence[str]) -> int:
         return 0
 
 
-def _size(dims: object) -> int | None:
+def dims_size(dims: object) -> int | None:
     """``"2,66,1"`` -> 132; None when there is no shape."""
     if not isinstance(dims, str) or not dims.strip():
         return None
@@ -223,7 +223,7 @@ def ncu_stats_sampled(
     place = [_ncu_iteration(p, heads) for p in kernels["nvtx_ranges"]]
     name = kernels["kernel"].astype(str).tolist()
     grid_raw, block_raw = kernels["grid"].astype(str).tolist(), kernels["block"].astype(str).tolist()
-    keys: list[Key] = [(k, _size(g), _size(b)) for k, g, b in zip(name, kernels["grid"], kernels["block"], strict=True)]
+    keys: list[Key] = [(k, dims_size(g), dims_size(b)) for k, g, b in zip(name, kernels["grid"], kernels["block"], strict=True)]
     launch = pd.to_numeric(kernels["launch_id"], errors="coerce").to_numpy(dtype=float) if "launch_id" in kernels \
         else np.arange(len(kernels), dtype=float)  # fmt: skip
     from_cover = kernels[COVER_COLUMN].fillna(False).astype(bool).to_numpy() if COVER_COLUMN in kernels \
@@ -683,7 +683,7 @@ def _nsys_kernels(
         if not isinstance(v, str):
             return None  # no shape in the export (pd.NA)
         if v not in sizes:
-            sizes[v] = _size(v)
+            sizes[v] = dims_size(v)
         return sizes[v]
 
     grids = k["nw_grid"] if "nw_grid" in k else pd.Series(None, index=k.index)
