@@ -47,7 +47,7 @@ def test_repeated_iterations_are_counted_named_and_ordered(runs: tuple[Path, Pat
     for its in repeated.values():
         assert [n for n, _, _ in its] == [f"iter{i}" for i in range(TARGET)]
         # one after the other, never overlapping; each copy is the first's shifted by whole periods
-        assert all(a[2] <= b[1] for a, b in zip(its, its[1:]))
+        assert all(a[2] <= b[1] for a, b in zip(its, its[1:], strict=False))
         lengths = [e - s for _, s, e in its]
         assert lengths[ITERS : 2 * ITERS] == lengths[:ITERS]
 
