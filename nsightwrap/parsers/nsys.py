@@ -153,12 +153,13 @@ def read_nsys(path: str | Path, *, detail: bool = True) -> NsysReport:
             strings = _Strings(con, tables)
             names = _CallNames(con, tables, detail)
             calls = _Calls(con, names.all(), _columns(con, RUNTIME) if RUNTIME in tables else set())
+            events = _read_event_calls(con, tables, names, calls) if detail else _empty(EVENT_CALL_COLUMNS)
+            setup = _read_setup_calls(con, tables, strings, names, calls) if detail else _empty(SETUP_CALL_COLUMNS)
+            calls.keep(names.launches)  # the rest is read: its rows need not stay while the ops are read
             ops = _read_ops(con, tables, strings, detail, names, calls)
             ranges = _read_ranges(con, tables, detail)
             meta = _read_meta(con, tables)
-            events = _read_event_calls(con, tables, names, calls) if detail else _empty(EVENT_CALL_COLUMNS)
             clock = _read_gpu_clock(con, tables)
-            setup = _read_setup_calls(con, tables, strings, names, calls) if detail else _empty(SETUP_CALL_COLUMNS)
         except sqlite3.DatabaseError as exc:
             raise ReportParseError(
                 f"{p} is not a readable SQLite database ({exc}; truncated or corrupt?); {REEXPORT}"
@@ -362,14 +363,17 @@ class _Calls:
         rows = con.execute(f"SELECT {select} FROM {RUNTIME} WHERE nameId IN ({','.join(map(str, sorted(ids)))})")
         self._rows = _matrix(rows.fetchall(), len(cols), False)
 
+    def keep(self, ids: Iterable[int]) -> None:
+        """Drop every row but the calls whose nameId is among ``ids``."""
+        if len(self._rows):
+            self._rows = self._rows[np.isin(self._rows[:, self._cols.index("nameId")], np.fromiter(ids, dtype=np.int64))]
+
     def take(self, ids: Iterable[int], exprs: dict[str, str]) -> pd.DataFrame:
         """Calls whose nameId is among ``ids``: ``exprs`` maps each alias to a runtime column."""
         names = list(exprs)
         if not len(self._rows):
             return _frame(self._rows, names)
-        name_col = self._rows[:, self._cols.index("nameId")]
-        keep = np.isin(name_col, np.fromiter(ids, dtype=np.int64))
-        sub = self._rows[keep]
+        sub = self._rows[np.isin(self._rows[:, self._cols.index("nameId")], np.fromiter(ids, dtype=np.int64))]
         return _frame(sub[:, [self._cols.index(exprs[a]) for a in names]], names)
 
 
