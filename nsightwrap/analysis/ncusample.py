@@ -695,9 +695,10 @@ def _nsys_kernels(
     first = np.unique(combo, return_index=True)[1]
     shapes: dict[Key, str] = {}
     keys = np.empty(len(first), dtype=object)
-    for u, i in enumerate(first):
-        keys[u] = (names[i], _size(g_arr[i]), _size(b_arr[i]))
-        shapes.setdefault(keys[u], _shape_text(g_arr[i], b_arr[i]))
+    for j, i in enumerate(first):
+        key: Key = (str(names[i]), _size(g_arr[i]), _size(b_arr[i]))
+        keys[j] = key
+        shapes.setdefault(key, _shape_text(g_arr[i], b_arr[i]))
     row_keys = keys[combo].tolist()
     # Rows are sorted by (spec, iteration): one slice of (key, duration) pairs per iteration.
     spec, it = k["spec"].to_numpy(), k["nw_iter"].to_numpy()
