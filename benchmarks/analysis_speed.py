@@ -1,6 +1,6 @@
 """How long the analysis of a 1,000-benchmark run (a parameter sweep) takes, built from real captures.
 
-    python -m benchmarks.analysis_speed [--benchmarks 1000] [--iters 30] [--repeat 3] [--keep DIR]
+    python -m benchmarks.analysis_speed [--benchmarks 1000] [--iters 30] [--target-iters N] [--repeat 3] [--keep DIR]
 
 The run directory is made of the H200 run in fixtures/runs/h200-example, benchmark by benchmark:
 sweep point ``j`` copies benchmark ``j mod 7`` of that run (mm_large, mm_skinny, mm_small,
@@ -9,7 +9,11 @@ add_small, copy_1g, softmax_mlp, two_streams) under the name ``sweep[j=<j>]``:
 - ``plain/timer-1.json``: the benchmark's sidecar entry, renamed;
 - ``nsys/report.sqlite``: a copy of the real export in which the benchmark's range, its first
   ``--iters`` iterations and every CUDA call and GPU op launched meanwhile are inserted again per
-  sweep point, shifted in time (ops, NVTX, runtime rows; correlation ids kept unique);
+  sweep point, shifted in time (ops, NVTX, runtime rows; correlation ids kept unique).
+  With ``--target-iters N`` (``REAL_DO_BENCH_ITERS``, 1,136, is a real ``do_bench`` call's) the
+  kept iterations are laid down again one after the other until the sweep point holds ``N``
+  (``_copies``): their ops, runtime calls and NVTX ranges shifted by whole periods, correlation ids
+  unique per copy, iteration ranges renamed ``iter<i>`` on; the timer samples are repeated to ``N``;
 - ``ncu/report.csv``: the benchmark's real ncu rows (every metric the analysis reads) in ncu's
   raw-page CSV, with the sweep point's NVTX path. A ``.ncu-rep`` cannot be written without ncu, so
   the ncu report is read from that CSV (``parsers.ncu.read_ncu_csv``) in place of the run
