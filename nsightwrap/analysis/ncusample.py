@@ -704,10 +704,10 @@ def _nsys_kernels(
     spec, it = k["spec"].to_numpy(), k["nw_iter"].to_numpy()
     cut = np.flatnonzero((spec[1:] != spec[:-1]) | (it[1:] != it[:-1])) + 1
     bounds = np.concatenate([[0], cut, [len(k)]]).tolist()
-    pairs = list(zip(row_keys, dur.tolist(), strict=True))
+    durs = dur.tolist()
     out: dict[tuple[int, int], list[tuple[Key, float]]] = {}
     for a, e in zip(bounds[:-1], bounds[1:], strict=True):
-        out.setdefault((int(spec[a]), int(it[a])), []).extend(pairs[a:e])
+        out.setdefault((int(spec[a]), int(it[a])), []).extend(zip(row_keys[a:e], durs[a:e], strict=True))
     graph = {(int(spec[i]), int(it[i]), row_keys[i]) for i in np.flatnonzero(node)}
     return out, graph, shapes
 

@@ -522,6 +522,7 @@ def _join_launches(
     calls = pd.DataFrame({c: pd.Series(dtype="Int64") for c in exprs})
     if "nameId" in rcols and "StringIds" in tables and names.launches:
         calls = calls_read.take(names.launches, exprs)
+        calls_read.keep(())  # every row read is now in ``calls``: not held twice during the join
     merged = _merge_launches(ops, calls, strings)
     missing = merged["launch_tid"].isna() & merged["correlation_id"].notna()
     if missing.any():
