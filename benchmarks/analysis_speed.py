@@ -1,6 +1,6 @@
 """How long the analysis of a 1,000-benchmark run (a parameter sweep) takes, built from real captures.
 
-    python -m benchmarks.analysis_speed [--benchmarks 1000] [--iters 30] [--repeat 3] [--keep DIR]
+    python -m benchmarks.analysis_speed [--benchmarks 1000] [--iters 30] [--target-iters N] [--repeat 3] [--keep DIR]
 
 The run directory is made of the H200 run in fixtures/runs/h200-example, benchmark by benchmark:
 sweep point ``j`` copies benchmark ``j mod 7`` of that run (mm_large, mm_skinny, mm_small,
@@ -9,7 +9,11 @@ add_small, copy_1g, softmax_mlp, two_streams) under the name ``sweep[j=<j>]``:
 - ``plain/timer-1.json``: the benchmark's sidecar entry, renamed;
 - ``nsys/report.sqlite``: a copy of the real export in which the benchmark's range, its first
   ``--iters`` iterations and every CUDA call and GPU op launched meanwhile are inserted again per
-  sweep point, shifted in time (ops, NVTX, runtime rows; correlation ids kept unique);
+  sweep point, shifted in time (ops, NVTX, runtime rows; correlation ids kept unique).
+  With ``--target-iters N`` (``REAL_DO_BENCH_ITERS``, 1,136, is a real ``do_bench`` call's) the
+  kept iterations are laid down again one after the other until the sweep point holds ``N``
+  (``_copies``): their ops, runtime calls and NVTX ranges shifted by whole periods, correlation ids
+  unique per copy, iteration ranges renamed ``iter<i>`` on; the timer samples are repeated to ``N``;
 - ``ncu/report.csv``: the benchmark's real ncu rows (every metric the analysis reads) in ncu's
   raw-page CSV, with the sweep point's NVTX path. A ``.ncu-rep`` cannot be written without ncu, so
   the ncu report is read from that CSV (``parsers.ncu.read_ncu_csv``) in place of the run
@@ -52,6 +56,10 @@ NCU_METRICS = {
 #: How much of the time before a benchmark's first iteration is kept: its first sample's queue
 #: hold and flush are launched within it.
 LEAD_NS = 300_000
+#: Iterations of the median ``do_bench`` call in fixtures/runs/h200-sweep (its five calls ran 154,
+#: 198, 1,136, 3,002 and 3,276; that call left 3,613 GPU ops and 19,736 CUDA runtime calls): the
+#: real volume ``--target-iters`` builds a benchmark up to.
+REAL_DO_BENCH_ITERS = 1136
 PUSHPOP = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
 
 
@@ -62,7 +70,7 @@ def _cols(con: sqlite3.Connection, table: str) -> list[str]:
 def _template_windows(con: sqlite3.Connection, names: list[str], iters: int) -> dict[str, dict[str, Any]]:
     """Per benchmark of the source export: its range row and the time window of its first ``iters``
     iterations: from just before the first (its flush and queue hold are launched there; the
-    warm-up before is left out) to the start of iteration ``iters``."""
+    warm-up before is left out) to the start of iteration ``iters``; and every iteration's start."""
     out = {}
     for name in names:
         (rowid, start, end, tid) = con.execute(
@@ -83,21 +91,69 @@ def _template_windows(con: sqlite3.Connection, names: list[str], iters: int) -> 
             "cut": cut,
             "tid": tid,
             "iterations": min(iters, len(its)),
+            "its": [s for s, _ in its],
         }
     return out
 
 
-def build_nsys(dest: Path, names: list[str], n: int, iters: int) -> None:
+def _copies(w: dict[str, Any], target: int | None) -> list[tuple[int, int, int, int]]:
+    """The windows of the source export one sweep point is made of: (from, to, shift, iteration
+    offset) each, source times in ns.
+
+    Without ``target`` (or where the kept iterations reach it) one window, the first ``--iters``
+    iterations. Otherwise the kept iterations ``[its[0], its[k])`` are laid down again one period
+    ``its[k] - its[0]`` after the other (``k`` kept iterations a copy; iteration ``k``'s flush and
+    queue hold, launched before ``its[k]``, become the next copy's first ones), the last copy cut
+    where the sweep point holds ``target`` iterations; copy ``r``'s iteration ``i`` is renamed
+    ``iter<i + r*k>``.
+    """
+    its, k = w["its"], w["iterations"]
+    if target is None or target <= k or len(its) < 2:
+        return [(w["start"], w["cut"], 0, 0)]
+    k = min(k, len(its) - 1)  # a copy ends where the next kept iteration starts
+    period = its[k] - its[0]
+    out = []
+    for r in range(-(-target // k)):
+        m = min(k, target - r * k)
+        out.append((w["start"] if r == 0 else its[0], its[m], r * period, r * k))
+    return out
+
+
+def _iteration_names(con: sqlite3.Connection, upto: int) -> None:
+    """Temporary tables ``_itermap`` (a source ``iter<i>`` string id -> i) and ``_iterid`` (i -> the
+    id of ``iter<i>``, added to StringIds where the export has none) for ``i < upto``."""
+    con.execute("CREATE TEMP TABLE _itermap (src INTEGER PRIMARY KEY, idx INTEGER)")
+    con.execute("CREATE TEMP TABLE _iterid (idx INTEGER PRIMARY KEY, sid INTEGER)")
+    have = {v: i for i, v in con.execute("SELECT id, value FROM StringIds WHERE value GLOB 'iter[0-9]*'")}
+    con.executemany("INSERT INTO _itermap VALUES (?, ?)",
+                    [(i, int(v[4:])) for v, i in have.items() if v[4:].isdigit()])  # fmt: skip
+    next_id = con.execute("SELECT MAX(id) FROM StringIds").fetchone()[0] + 1
+    rows = []
+    for idx in range(upto):
+        name = f"iter{idx}"
+        if name not in have:
+            have[name] = next_id
+            con.execute("INSERT INTO StringIds (id, value) VALUES (?, ?)", (next_id, name))
+            next_id += 1
+        rows.append((idx, have[name]))
+    con.executemany("INSERT INTO _iterid VALUES (?, ?)", rows)
+
+
+def build_nsys(dest: Path, names: list[str], n: int, iters: int, target: int | None = None) -> None:
     src = unpacked(SOURCE / "nsys" / "report.sqlite.gz")
     shutil.copyfile(src, dest)
     con = sqlite3.connect(dest)
     con.execute("ATTACH DATABASE ? AS src", (str(src),))
     win = _template_windows(con, names, iters)
+    copies = {name: _copies(w, target) for name, w in win.items()}
     # Keep the process set-up (domain creation), drop every range, call and op: re-inserted below.
     con.execute("DELETE FROM NVTX_EVENTS WHERE eventType != 75")
     for t in (*ACTIVITY, "CUPTI_ACTIVITY_KIND_RUNTIME"):
         con.execute(f"DELETE FROM [{t}]")
-    span = max(w["cut"] - w["start"] for w in win.values()) + 1_000_000
+    if target is not None:
+        _iteration_names(con, target)
+    span = max(cs[-1][1] + cs[-1][2] - cs[0][0] for cs in copies.values()) + 1_000_000
+    per_point = max(len(cs) for cs in copies.values())
     corr = con.execute("SELECT MAX(correlationId) FROM src.CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()[0] + 1
     next_id = con.execute("SELECT MAX(id) FROM StringIds").fetchone()[0] + 1
     nvtx_cols, rt_cols = _cols(con, "NVTX_EVENTS"), _cols(con, "CUPTI_ACTIVITY_KIND_RUNTIME")
@@ -109,36 +165,46 @@ def build_nsys(dest: Path, names: list[str], n: int, iters: int) -> None:
     for j in range(n):
         name = names[j % len(names)]
         w = win[name]
+        cs = copies[name]
         d = 10_000_000_000 + j * span - w["start"]
-        c = j * corr
         sid = next_id + j
         con.execute("INSERT INTO StringIds (id, value) VALUES (?, ?)", (sid, f"sweep[j={j}]"))
-        times = {"start": f"start + {d}", "end": f"end + {d}"}
+        # The benchmark's range: from the first copy's start to the last copy's end.
         con.execute(
             f"INSERT INTO NVTX_EVENTS ({', '.join(nvtx_cols)}) SELECT "
             + shifted(
                 nvtx_cols,
-                {
-                    "start": f"MAX(start, {w['start']}) + {d}",
-                    "end": f"MIN(end, {w['cut']}) + {d}",
-                    "textId": f"CASE WHEN rowid = {w['rowid']} THEN {sid} ELSE textId END",
-                },
+                {"start": f"MAX(start, {w['start']}) + {d}", "textId": str(sid),
+                 "end": f"MIN(end, {w['cut']}) + {d}" if len(cs) == 1 else str(cs[-1][1] + cs[-1][2] + d)},
             )  # fmt: skip
-            + f" FROM src.NVTX_EVENTS WHERE eventType IN (59, 60) AND globalTid = {w['tid']}"
-            f" AND ((start >= {w['start']} AND start < {w['cut']}) OR rowid = {w['rowid']})"
+            + f" FROM src.NVTX_EVENTS WHERE rowid = {w['rowid']}"
         )
-        con.execute(
-            f"INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME ({', '.join(rt_cols)}) SELECT "
-            + shifted(rt_cols, {**times, "correlationId": f"correlationId + {c}"})
-            + f" FROM src.CUPTI_ACTIVITY_KIND_RUNTIME WHERE start >= {w['start']} AND start < {w['cut']}"
-        )
-        for t, cols in act_cols.items():
+        for r, (lo, hi, shift, offset) in enumerate(cs):
+            dd = d + shift
+            c = (j * per_point + r) * corr
+            times = {"start": f"start + {dd}", "end": f"end + {dd}"}
+            text = {} if not offset else {
+                "textId": "COALESCE((SELECT i.sid FROM _iterid i JOIN _itermap m ON i.idx = m.idx + "
+                          f"{offset} WHERE m.src = textId), textId)"
+            }  # fmt: skip
             con.execute(
-                f"INSERT INTO [{t}] ({', '.join(cols)}) SELECT "
-                + shifted(cols, {**times, "correlationId": f"correlationId + {c}"})
-                + f" FROM src.[{t}] WHERE correlationId IN (SELECT correlationId FROM src.CUPTI_ACTIVITY_KIND_RUNTIME"
-                f" WHERE start >= {w['start']} AND start < {w['cut']})"
+                f"INSERT INTO NVTX_EVENTS ({', '.join(nvtx_cols)}) SELECT "
+                + shifted(nvtx_cols, {"start": f"start + {dd}", "end": f"MIN(end, {hi}) + {dd}", **text})
+                + f" FROM src.NVTX_EVENTS WHERE eventType IN (59, 60) AND globalTid = {w['tid']}"
+                f" AND start >= {lo} AND start < {hi} AND rowid != {w['rowid']}"
             )
+            con.execute(
+                f"INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME ({', '.join(rt_cols)}) SELECT "
+                + shifted(rt_cols, {**times, "correlationId": f"correlationId + {c}"})
+                + f" FROM src.CUPTI_ACTIVITY_KIND_RUNTIME WHERE start >= {lo} AND start < {hi}"
+            )
+            for t, cols in act_cols.items():
+                con.execute(
+                    f"INSERT INTO [{t}] ({', '.join(cols)}) SELECT "
+                    + shifted(cols, {**times, "correlationId": f"correlationId + {c}"})
+                    + f" FROM src.[{t}] WHERE correlationId IN (SELECT correlationId FROM"
+                    f" src.CUPTI_ACTIVITY_KIND_RUNTIME WHERE start >= {lo} AND start < {hi})"
+                )
     con.commit()
     con.execute("DETACH DATABASE src")
     con.close()
@@ -185,10 +251,28 @@ def build_ncu(dest: Path, names: list[str], n: int) -> None:
                 launch += 1
 
 
-def build_sidecar(dest: Path, names: list[str], n: int) -> int:
+def _repeated(e: dict[str, Any], target: int) -> dict[str, Any]:
+    """A sidecar entry whose per-sample lists are repeated, in order, to ``target`` samples (the
+    throttled count in proportion); its summary figures are left as measured."""
+    e = dict(e)
+    have = len(e["samples_ns"])
+    if not have or have >= target:
+        return e
+    for key in ("samples_ns", "sample_clock_hz"):
+        if isinstance(e.get(key), list) and len(e[key]) == have:
+            e[key] = [e[key][i % have] for i in range(target)]
+    e["n"] = target
+    if isinstance(e.get("throttled"), int):
+        e["throttled"] = round(e["throttled"] * target / have)
+    return e
+
+
+def build_sidecar(dest: Path, names: list[str], n: int, target: int | None = None) -> int:
     (path,) = (SOURCE / "plain").glob("timer-*.json")
     doc = json.loads(path.read_text())
     entries = {b["name"]: b for b in doc["benchmarks"]}
+    if target is not None:
+        entries = {k: _repeated(e, target) for k, e in entries.items()}
     out = []
     for j in range(n):
         e = dict(entries[names[j % len(names)]])
@@ -199,26 +283,29 @@ def build_sidecar(dest: Path, names: list[str], n: int) -> int:
     return sum(len(e["samples_ns"]) for e in out)
 
 
-def build_run(root: Path, n: int, iters: int) -> dict[str, Any]:
-    """The sweep run directory under ``root``; what it holds."""
+def build_run(root: Path, n: int, iters: int, target: int | None = None) -> dict[str, Any]:
+    """The sweep run directory under ``root``; what it holds. With ``target``, each sweep point's
+    nsys iterations are repeated up to ``target`` (``_copies``) and its timer samples too."""
     (path,) = (SOURCE / "plain").glob("timer-*.json")
     names = [b["name"] for b in json.loads(path.read_text())["benchmarks"]]
     for sub in ("plain", "ncu", "nsys"):
         (root / sub).mkdir(parents=True)
     shutil.copy(SOURCE / "manifest.json", root / "manifest.json")
     shutil.copytree(SOURCE / "env", root / "env")
-    samples = build_sidecar(root / "plain" / "timer-1.json", names, n)
-    build_nsys(root / "nsys" / "report.sqlite", names, n, iters)
+    samples = build_sidecar(root / "plain" / "timer-1.json", names, n, target)
+    build_nsys(root / "nsys" / "report.sqlite", names, n, iters, target)
     build_ncu(root / "ncu" / "report.csv", names, n)
     con = sqlite3.connect(root / "nsys" / "report.sqlite")
     ops = sum(con.execute(f"SELECT COUNT(*) FROM [{t}]").fetchone()[0] for t in ACTIVITY)
     ranges = con.execute("SELECT COUNT(*) FROM NVTX_EVENTS WHERE eventType = 59").fetchone()[0]
+    calls = con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()[0]
     con.close()
     kernels = sum(1 for _ in (root / "ncu" / "report.csv").open()) - 2
     return {
         "benchmarks": n,
         "timer_samples": samples,
         "nsys_ops": ops,
+        "runtime_calls": calls,
         "nvtx_ranges": ranges,
         "ncu_kernels": kernels,
     }
@@ -266,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--benchmarks", type=int, default=1000, help="sweep points (default 1000)")
     ap.add_argument("--iters", type=int, default=30, help="nsys iterations kept per benchmark (default 30)")
+    ap.add_argument("--target-iters", type=int, default=None, metavar="N",
+                    help=f"repeat each benchmark's kept iterations up to N per benchmark ({REAL_DO_BENCH_ITERS}: the "
+                    "median do_bench call of fixtures/runs/h200-sweep)")  # fmt: skip
     ap.add_argument("--repeat", type=int, default=3, help="timed analyses; the best is reported (default 3)")
     ap.add_argument("--keep", type=Path, default=None, help="build the run directory here and keep it")
     args = ap.parse_args(argv)
@@ -278,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         if run.exists():
             raise SystemExit(f"{run} exists; give a new directory to --keep")
     t0 = time.perf_counter()
-    held = build_run(run, args.benchmarks, args.iters)
+    held = build_run(run, args.benchmarks, args.iters, args.target_iters)
     built_s = time.perf_counter() - t0
     figures = measure(run, args.repeat)
     per = figures["rest_s"] / max(1, args.benchmarks) * 1e3

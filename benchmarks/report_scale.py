@@ -20,7 +20,9 @@ Then the stored analysis (analysis/store.py), each step in a child process of it
 peak memory (``ru_maxrss``) is printed beside its time: the first ``report`` (analyse and
 store), then ``report`` in each format from the stored analysis (reading it, then rendering),
 and ``compare RUN RUN --metric ncu`` (both sides read from the store). ``--iters`` sets the
-nsys volume per benchmark (the source run has up to about 200 iterations per benchmark).
+nsys volume per benchmark (the source run has up to about 200 iterations per benchmark);
+``--target-iters 1136`` repeats them up to a real ``do_bench`` call's (``analysis_speed``'s
+``REAL_DO_BENCH_ITERS``).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.analysis_speed import build_run, ncu_from_csv
+from benchmarks.analysis_speed import REAL_DO_BENCH_ITERS, build_run, ncu_from_csv
 
 
 def _best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -217,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--benchmarks", type=int, default=1000, help="sweep points (default 1000)")
     ap.add_argument("--iters", type=int, default=30, help="nsys iterations kept per benchmark (default 30)")
+    ap.add_argument("--target-iters", type=int, default=None, metavar="N",
+                    help=f"repeat each benchmark's kept iterations up to N per benchmark ({REAL_DO_BENCH_ITERS}: the "
+                    "median do_bench call of fixtures/runs/h200-sweep, the real volume)")  # fmt: skip
     ap.add_argument("--repeat", type=int, default=1, help="timed renderings per step; the best is reported (default 1)")
     ap.add_argument("--keep", type=Path, default=None, help="build the run directory here and keep it")
     ap.add_argument("--reuse", type=Path, default=None, help="measure this run directory (made by --keep)")
@@ -237,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.keep is not None and run.exists():
             raise SystemExit(f"{run} exists; give a new directory to --keep")
         t0 = time.perf_counter()
-        held = build_run(run, args.benchmarks, args.iters)
+        held = build_run(run, args.benchmarks, args.iters, args.target_iters)
         built_s = time.perf_counter() - t0
         print(f"run: {json.dumps(held)} (built in {built_s:.1f} s)")
         rows = [] if args.stored_only else measure(run, args.repeat, Path(tmp))

@@ -222,6 +222,31 @@ class NsysIterations:
     event_calls: pd.DataFrame | None = None
 
 
+_TAIL = re.compile(r"^(.*?)(\d+)$")
+_ASCII_DIGITS = "0123456789"
+
+
+def _split_paths(paths: list[str], heads: dict[str, int]) -> tuple[list[float], list[int]]:
+    """Per range path, the benchmark whose ``<nvtx_path>/<iter_prefix>`` it is followed by an index
+    (NaN where none) and that index (0 where none): what ``^(.*?)(\\d+)$`` splits, by ``rstrip`` of
+    ASCII digits; a path where the regular expression could differ (a newline, or a non-ASCII digit
+    before the ASCII ones) goes through it."""
+    nan = float("nan")
+    spec_of: list[float] = []
+    index_of: list[int] = []
+    for p in paths:
+        head = p.rstrip(_ASCII_DIGITS)
+        if "\n" in p or (head and head[-1].isdecimal()):
+            m = _TAIL.match(p)
+            head, digits = (m.group(1), m.group(2)) if m else (p, "")
+        else:
+            digits = p[len(head) :]
+        i = heads.get(head) if digits else None
+        spec_of.append(nan if i is None else float(i))
+        index_of.append(int(digits) if i is not None else 0)
+    return spec_of, index_of
+
+
 def nsys_iterations(
     ops: pd.DataFrame,
     ranges: pd.DataFrame,
@@ -235,8 +260,8 @@ def nsys_iterations(
     if ranges.empty or not heads:
         iters = pd.DataFrame({c: pd.Series(dtype=np.int64) for c in cols})
     else:
-        parts = ranges["path"].astype(str).str.extract(r"^(.*?)(\d+)$")
-        spec = parts[0].map(heads)
+        spec_of, index_of = _split_paths(ranges["path"].astype(str).tolist(), heads)
+        spec = pd.Series(spec_of, index=ranges.index, dtype=float)
         ok = spec.notna().to_numpy()
         end = ranges["end_ns"] if "end_ns" in ranges else pd.Series(np.nan, index=ranges.index)
         tid = ranges["global_tid"] if "global_tid" in ranges else pd.Series(np.nan, index=ranges.index)
@@ -244,7 +269,7 @@ def nsys_iterations(
             {
                 "range_id": ranges["range_id"].to_numpy()[ok],
                 "spec": spec[ok].astype(np.int64).to_numpy(),
-                "iteration": parts.loc[ok, 1].astype(np.int64).to_numpy(),
+                "iteration": np.asarray(index_of, dtype=np.int64)[ok],
                 "start_ns": pd.to_numeric(ranges["start_ns"], errors="coerce").to_numpy(dtype=float)[ok],
                 "end_ns": pd.to_numeric(end, errors="coerce").to_numpy(dtype=float)[ok],
                 "tid": pd.to_numeric(tid, errors="coerce").to_numpy(dtype=float)[ok],
@@ -337,8 +362,10 @@ def _signatures(per: pd.DataFrame, range_ids: np.ndarray) -> list[tuple[str, ...
     if len(k):
         k = k.sort_values(["range_id", "start_ns"], kind="stable")
         rid = k["range_id"].to_numpy()
-        names = k["name"].astype(str).to_numpy()
+        names = k["name"].astype(str).tolist()
         cut = np.flatnonzero(rid[1:] != rid[:-1]) + 1
-        for r, chunk in zip(rid[np.r_[0, cut]], np.split(names, cut), strict=True):
-            out[r] = tuple(chunk.tolist())
+        # Slices of one list: a range per iteration (np.split made an array per iteration).
+        bounds = [0, *cut.tolist(), len(names)]
+        for r, a, b in zip(rid[np.r_[0, cut]].tolist(), bounds[:-1], bounds[1:], strict=True):
+            out[r] = tuple(names[a:b])
     return [out.get(r, ()) for r in range_ids.tolist()]

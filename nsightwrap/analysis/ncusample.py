@@ -677,30 +677,38 @@ def _nsys_kernels(
     k = k.sort_values(["op_id", "nw_depth"], kind="stable").drop_duplicates("op_id")
     k = k[k["spec"].notna() & k["nw_iter"].notna()].merge(full, on="op_id", how="inner")
     k = k.sort_values(["spec", "nw_iter", "start_ns"], kind="stable")
-    sizes: dict[str, int | None] = {}  # a few distinct shapes: each parsed once
-
-    def size(v: object) -> int | None:
-        if not isinstance(v, str):
-            return None  # no shape in the export (pd.NA)
-        if v not in sizes:
-            sizes[v] = dims_size(v)
-        return sizes[v]
-
+    if k.empty:
+        return {}, set(), {}
     grids = k["nw_grid"] if "nw_grid" in k else pd.Series(None, index=k.index)
     blocks = k["nw_block"] if "nw_block" in k else pd.Series(None, index=k.index)
+    names = k["nw_name"].astype(str).to_numpy(dtype=object)
+    g_arr, b_arr = grids.to_numpy(dtype=object), blocks.to_numpy(dtype=object)
     dur = pd.to_numeric(k["duration_ns"], errors="coerce").to_numpy(dtype=float)
     node = k["graph_node_id"].notna().to_numpy() if "graph_node_id" in k else np.zeros(len(k), dtype=bool)
-    out: dict[tuple[int, int], list[tuple[Key, float]]] = {}
-    graph: set[tuple[int, int, Key]] = set()
+    # A few distinct launches (name, grid, block) among up to millions of rows: each one's key and
+    # shape made once, in the order the rows first show it (``shapes`` keeps the first row's text).
+    code = np.zeros(len(k), dtype=np.int64)
+    for col in (names, g_arr, b_arr):
+        c, u = pd.factorize(pd.Series(col, dtype=object), use_na_sentinel=True)
+        code = code * (len(u) + 1) + (c + 1)
+    combo, _ = pd.factorize(code)
+    first = np.unique(combo, return_index=True)[1]
     shapes: dict[Key, str] = {}
-    rows = zip(k["spec"], k["nw_iter"], k["nw_name"].astype(str), grids, blocks, dur, node, strict=True)
-    for spec, it, name, g, b, d, in_graph in rows:
-        key = (name, size(g), size(b))
-        out.setdefault((int(spec), int(it)), []).append((key, float(d)))
-        if key not in shapes:
-            shapes[key] = _shape_text(g, b)
-        if in_graph:
-            graph.add((int(spec), int(it), key))
+    keys = np.empty(len(first), dtype=object)
+    for j, i in enumerate(first):
+        key: Key = (str(names[i]), dims_size(g_arr[i]), dims_size(b_arr[i]))
+        keys[j] = key
+        shapes.setdefault(key, _shape_text(g_arr[i], b_arr[i]))
+    row_keys = keys[combo].tolist()
+    # Rows are sorted by (spec, iteration): one slice of (key, duration) pairs per iteration.
+    spec, it = k["spec"].to_numpy(), k["nw_iter"].to_numpy()
+    cut = np.flatnonzero((spec[1:] != spec[:-1]) | (it[1:] != it[:-1])) + 1
+    bounds = np.concatenate([[0], cut, [len(k)]]).tolist()
+    durs = dur.tolist()
+    out: dict[tuple[int, int], list[tuple[Key, float]]] = {}
+    for a, e in zip(bounds[:-1], bounds[1:], strict=True):
+        out.setdefault((int(spec[a]), int(it[a])), []).extend(zip(row_keys[a:e], durs[a:e], strict=True))
+    graph = {(int(spec[i]), int(it[i]), row_keys[i]) for i in np.flatnonzero(node)}
     return out, graph, shapes
 
 

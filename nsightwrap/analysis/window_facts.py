@@ -350,7 +350,9 @@ def _first_kernel_ops(all_ops: pd.DataFrame) -> np.ndarray:
     if k.empty or k["name"].isna().all():
         return np.zeros(0, dtype=np.int64)
     pid = np.right_shift(pd.to_numeric(k["global_pid"], errors="coerce").fillna(-1).to_numpy(dtype=np.int64), _PID_SHIFT)
-    frame = pd.DataFrame({"op_id": k["op_id"].to_numpy(), "pid": pid, "name": k["name"].astype(str).to_numpy(),
+    # Names as integer codes: the duplicate check hashes two integers per op, not a string.
+    name_code = pd.factorize(k["name"].astype(str).to_numpy())[0]
+    frame = pd.DataFrame({"op_id": k["op_id"].to_numpy(), "pid": pid, "name": name_code,
                           "t": k["start_ns"].to_numpy(dtype=np.int64)})  # fmt: skip
     first = frame.sort_values("t", kind="stable").drop_duplicates(["pid", "name"])
     return first["op_id"].to_numpy(dtype=np.int64)

@@ -90,8 +90,9 @@ def _timing_streams(found: NsysIterations, specs: Sequence[Any]) -> dict[int, tu
         paths = {s.nvtx_path: i for i, s in enumerate(specs)}
         bench = ranges.loc[ranges["path"].astype(str).isin(paths.keys()), ["range_id", "path"]]
         if not bench.empty:
-            pairs = att.merge(bench, on="range_id")[["op_id", "path"]]
-            pairs["spec"] = pairs["path"].astype(str).map(paths)
+            # The benchmark of each range before the join: one lookup per range, not per op.
+            bench = bench.assign(spec=bench["path"].astype(str).map(paths))[["range_id", "spec"]]
+            pairs = att.merge(bench, on="range_id")[["op_id", "spec"]]
             inside = found.ops[["op_id", "spec"]].drop_duplicates()
             pairs = pairs.merge(inside.assign(_in=True), on=["op_id", "spec"], how="left")
             outside = pairs[pairs["_in"].isna()][["op_id", "spec"]]
