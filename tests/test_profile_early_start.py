@@ -78,7 +78,11 @@ def test_a_base_pass_started_while_its_need_is_decided_is_stopped_when_not_neede
     monkeypatch.setenv("TARGET_DELAY", "2.5")
 
     def answer(name: str) -> tuple[bool, str]:
-        time.sleep(1.0)  # the analysis takes a while: the base pass's script has started by then
+        # The analysis takes a while: long enough for the base pass's script to start (waited for,
+        # up to 20 s, rather than a fixed sleep that a loaded machine can outrun).
+        pids, until = tmp_path / "pids", time.monotonic() + 20.0
+        while time.monotonic() < until and sum(p == "ncu" for p, _, _ in _starts(pids)) < 3:
+            time.sleep(0.05)
         return False, "the clocks agree"
 
     code, status, _ = _run(_early((str(TARGET),)), tmp_path / "run", answer)
