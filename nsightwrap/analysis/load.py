@@ -187,7 +187,7 @@ def analyze(
         clock_docs = _sidecar_docs(layout.clock_windows_dir)
         in_plain = plain_pass_clocks([(s.nvtx_path, s.iter_prefix) for s in specs], clock_docs, plain_capture)
         in_plain, pace_notes = same_pace(
-            in_plain, paths, [s.timer.median_ns if s.timer else None for s in specs], _pass_timings(layout.clock_windows_dir)
+            in_plain, paths, [s.timer.median_ns if s.timer else None for s in specs], _pass_timings(clock_docs)
         )
     clocks, refs = benchmark_clocks(specs, found, nsys, nsys_timers, ref_choice, env, manifest, plain_hz, in_plain)
     setup = nsys.setup_calls if nsys is not None else None
@@ -439,7 +439,7 @@ def _plain_start(manifest: Mapping[str, Any]) -> float | None:
 def _nsys_pass_timings(layout: RunLayout) -> dict[str, float]:
     """The nsys pass's own timings (``nsys/timer-*.json``, the sidecar format), median per call by
     benchmark range: the decomposition measures nsys's slow-down of the loop with them (analysis/gap/slowdown.py)."""
-    return _pass_timings(layout.pass_dir(PASS_NSYS))
+    return _pass_timings(_sidecar_docs(layout.pass_dir(PASS_NSYS)))
 
 
 def _sidecar_docs(folder: Path) -> list[tuple[Path, Mapping[str, Any]]]:
@@ -454,14 +454,11 @@ def _sidecar_docs(folder: Path) -> list[tuple[Path, Mapping[str, Any]]]:
     return out
 
 
-def _pass_timings(folder: Path) -> dict[str, float]:
-    """A pass's own timings (its ``timer-*.json`` sidecars), median per call by benchmark range."""
+def _pass_timings(docs: Sequence[tuple[Path, Mapping[str, Any]]]) -> dict[str, float]:
+    """A pass's own timings (its sidecars, as ``_sidecar_docs`` read them), median per call by
+    benchmark range."""
     out: dict[str, float] = {}
-    for path in sorted(folder.glob(SIDECAR_GLOB)):
-        try:
-            doc = read_sidecar_doc(path)
-        except ReportParseError:
-            continue  # a bad extra file costs only its part of the gap
+    for path, doc in docs:
         for i, entry in enumerate(doc.get("benchmarks") or ()):
             try:
                 spec = _spec(entry, f"{path}: benchmark {i}")
