@@ -90,3 +90,50 @@ def test_cut_counters_give_the_full_runs_verdicts(run: tuple[Path, pd.DataFrame,
         assert b.ncu.kernels_per_iteration == a.ncu.kernels_per_iteration
     assert any("--ncu-counters-cap" in n for n in cut.notes)
     assert not any("--ncu-counters-cap" in n for n in full.notes)
+
+
+def _without_one_kernel(frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    # Every ncu-pass instance of one kernel name left out: the duration pass profiled it, the
+    # ncu pass did not (another functor of a templated kernel whose base name and shape used the
+    # cap up: each has its own full name).
+    cut = _first_per_config(frame)
+    name = str(cut["kernel"].value_counts().index[-1])
+    return cut[cut["kernel"].astype(str) != name], name
+
+
+def test_a_kernel_the_ncu_pass_never_profiled_keeps_its_own_duration(
+    run: tuple[Path, pd.DataFrame, pd.DataFrame],
+) -> None:
+    _, counters, light = run
+    cut, name = _without_one_kernel(counters)
+    got = durations_first(cut, light)
+    assert got is not None
+    out, _ = got
+    assert len(out) == len(light)  # none left out
+    mine = out["kernel"].astype(str) == name
+    assert mine.any()
+    assert out.loc[mine, "duration_ns"].tolist() == pd.to_numeric(light.loc[mine.to_numpy(), "duration_ns"]).tolist()
+    assert out.loc[mine, "counters_source"].isna().all()
+    assert out.loc[mine, "sm_throughput_pct"].isna().all()  # no counters of another kernel
+    assert out.loc[~mine, "counters_source"].notna().all()
+
+
+def test_a_benchmark_whose_kernel_the_ncu_pass_never_profiled_keeps_an_ncu_figure(
+    run: tuple[Path, pd.DataFrame, pd.DataFrame],
+) -> None:
+    d, counters, _ = run
+    cut, name = _without_one_kernel(counters)
+    manifest = read_manifest(d)
+    for p in manifest["passes"]:
+        if p.get("name") == "ncu":
+            p["kernels_profiled"] = len(cut)
+
+    def read(path: str | Path) -> pd.DataFrame:
+        return cut if Path(path).parent.name == "ncu" else read_ncu_rep(path)
+
+    full = analyze(d)
+    got = analyze(d, read_ncu=read, manifest=manifest)
+    for a, b in zip(full.benchmarks, got.benchmarks, strict=True):
+        assert (a.ncu is None) == (b.ncu is None), b.name
+        if a.ncu is not None and b.ncu is not None:
+            assert b.ncu.median_ns == pytest.approx(a.ncu.median_ns, rel=1e-9), b.name

@@ -200,7 +200,7 @@ def durations_first(kernels: pd.DataFrame, light: pd.DataFrame | None) -> tuple[
     the medians need several instances of. A kernel takes its counters from its twin in the ncu
     pass, else from the ncu pass's first instance of the same kernel at the same grid and block,
     in the same benchmark where there is one (``counters_source``: ``COUNTERS_SOURCES``); one
-    without either is left out. ``counters_duration_ns`` / ``counters_sm_clock_hz`` are that
+    without either keeps its duration and clock with no counters (``counters_source`` None). ``counters_duration_ns`` / ``counters_sm_clock_hz`` are that
     instance's. Returns (frame, kernels carried), or None where the ncu pass leads
     (``attach_durations``): no duration pass, or one that missed some of the ncu pass's kernels."""
     if light is None or light.empty or kernels.empty or len(light) <= len(kernels):
@@ -232,6 +232,14 @@ def durations_first(kernels: pd.DataFrame, light: pd.DataFrame | None) -> tuple[
     rows = light.index[keep]
     out = kernels.loc[[d for d in donors if d is not None]].copy()
     out.index = rows
+    # A kernel the ncu pass has no instance of (another functor of one templated kernel: the
+    # name differs) keeps its own duration and clock, with no counters: its benchmark's ncu
+    # figure is still its own work, where leaving it out would leave the benchmark `no ncu`.
+    bare = light.index[[not k for k in keep]]
+    if len(bare):
+        out = pd.concat([out, pd.DataFrame(index=bare, columns=out.columns, dtype=object)]).loc[light.index]
+        source.loc[bare] = None
+        rows = light.index
     out["counters_duration_ns"] = pd.to_numeric(out["duration_ns"], errors="coerce")
     out["counters_sm_clock_hz"] = pd.to_numeric(out["sm_clock_hz"], errors="coerce")
     own = light.loc[rows]

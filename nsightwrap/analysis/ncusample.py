@@ -252,10 +252,18 @@ def ncu_stats_sampled(
     if ncu_iters is None:
         ncu_iters = max(Counter(b for b, _ in own).values(), default=0)
     # Where ncu stopped profiling each configuration: its cap-th launch (inf: the cap never ran out).
-    cut = {
-        key: float(np.sort(launch[rows])[cap - 1]) if cap > 0 and len(rows) >= cap else np.inf
-        for key, rows in inst.items()
+    # ncu counts the launches of one function at one grid and block together whatever its template
+    # arguments: on an H100, at --launch-count 24, 3 launches of a `x + y` elementwise kernel and 21
+    # node launches of a graph's in-place `add_` (another functor, so another full name) were
+    # profiled, and no more of either. The cap is therefore counted per base name and shape.
+    group: dict[tuple[str, int | None, int | None], list[int]] = {}
+    for key, rows in inst.items():
+        group.setdefault((base_name(key[0]), key[1], key[2]), []).extend(rows)
+    group_cut = {
+        g: float(np.sort(launch[rows])[cap - 1]) if cap > 0 and len(rows) >= cap else np.inf
+        for g, rows in group.items()
     }
+    cut = {key: group_cut[(base_name(key[0]), key[1], key[2])] for key in inst}
     # An ncu iteration whose launches of a key all came before the cap ran out is whole: how many
     # launches of that key one iteration of the benchmark makes under ncu.
     whole: dict[tuple[int, Key], int] = {}
@@ -288,8 +296,11 @@ def ncu_stats_sampled(
     firsts: dict[int, int] = {}
     for b, it in sorted(nsys_k):
         firsts.setdefault(b, it)
-    recovered = {i for i, s in enumerate(specs) if s.nvtx_path in set(covered)}
-    recovered |= {at[0] for at, c in zip(place, from_cover, strict=True) if c and at is not None}
+    # The benchmarks the coverage pass was asked for (its reasons say it ran) and those it gave
+    # launches of their own: only these are whole. One it was asked for and profiled nothing of
+    # (ncu's NVTX filter let none of its launches through) keeps what the capped passes gave it.
+    asked = {i for i, s in enumerate(specs) if s.nvtx_path in set(covered)}
+    recovered = {at[0] for at, c in zip(place, from_cover, strict=True) if c and at is not None}
     added: list[dict[str, Any]] = []
     next_id = _next_launch_id(kernels)
     profiled, carried, missing = [0] * n, [0] * n, [0] * n
@@ -399,11 +410,11 @@ def ncu_stats_sampled(
             no_ncu[b], coverable[b] = NO_NCU_LEAD + _starved_text(starved[b], cap), True
         elif not profiled[b] and not carried[b] and any(nsys_k.get((b, it)) for it in range(ncu_iters)):
             no_ncu[b], coverable[b] = _nothing_text(b, nsys_k, first, ncu_iters, calls, absent[b], user_filter,
-                                                    b in recovered, cap, cap_option)  # fmt: skip
+                                                    b in recovered | asked, cap, cap_option)  # fmt: skip
     for b in range(n):
         # A benchmark without instances of its own of some kernel (carried from others, or none at
         # all) is one a coverage pass can give them to, unless it ran already.
-        if no_ncu[b] is None and b not in recovered and (lent[b] or missing[b]):
+        if no_ncu[b] is None and b not in recovered | asked and (lent[b] or missing[b]):
             coverable[b] = True
     frame = kernels
     if added:

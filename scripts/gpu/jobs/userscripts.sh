@@ -3,7 +3,8 @@
 # PROFILE_ARGS adds options, LIMIT_EACH bounds each profile), each also run plain CONTROL times
 # (default 1) as a noise control. Each run's reports (json, md, table) and its validation table
 # (studies/verdict_table.py) come back; of the run directories only manifests, sidecars and logs,
-# but those named in KEEP_RUNS whole, with GPU_METRICS cut to the GPC clock and reports gzipped.
+# but those named in KEEP_RUNS whole, with GPU_METRICS cut to the GPC clock, reports gzipped and
+# each ncu report also as ncu's raw-page CSV (report.raw.csv).
 set -u
 : "${JOB_OUT:?JOB_OUT must be set}"
 export PATH="/usr/local/cuda/bin:$PATH"
@@ -29,6 +30,13 @@ for d in "$JOB_OUT"/runs/*/; do
   COLUMNS=220 python3 -m nsightwrap report "$d" --format table > "$d.report.txt" 2>&1
   python3 -m studies.verdict_table "$d" --json "$d.verdict.json" > "$d.verdict.md" 2>&1; echo "verdict table $(basename "$d") rc=$?"
   tail -n 2 "$d.verdict.md"
+  case " ${KEEP_RUNS:-} " in
+    *" $(basename "$d") "*)
+      # ncu's own raw-page CSV of each ncu report, so that a kept run can ship without its reports
+      for r in "$d"/ncu*/report.ncu-rep; do
+        [ -f "$r" ] && ncu --import "$r" --csv --page raw --print-units base > "${r%.ncu-rep}.raw.csv" 2> "${r%.ncu-rep}.raw.err"
+      done ;;
+  esac
   bash scripts/gpu/compact_run.sh "$d"
   case " ${KEEP_RUNS:-} " in
     *" $(basename "$d") "*) ;;
