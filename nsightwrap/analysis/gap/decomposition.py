@@ -22,6 +22,7 @@ from nsightwrap.analysis.gap.clock import Clock, clock_part
 from nsightwrap.analysis.gap.common import PART_ORDER, q
 from nsightwrap.analysis.gap.inputs import GapInputs
 from nsightwrap.analysis.gap.loop import loop_of
+from nsightwrap.analysis.gap.verdict import residual_allowance
 from nsightwrap.analysis.model import Gap, GapPart
 
 
@@ -80,6 +81,10 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
     if opp.note:
         notes.append(opp.note)
     residual = total - math.fsum(p.ns for p in parts)  # exact: every term is a multiple of 1/QUANTUM
+    # The timing's own spread per call (the samples are per call, as ``lp.t`` is): a residual
+    # within it cannot be told from noise, whatever share of a small gap it is.
+    iqr = lp.timer.iqr_ns if lp.timer.n >= 2 and math.isfinite(lp.timer.iqr_ns) else None
+    allowance, against = residual_allowance(total, lp.t, iqr)
     ncu, tl, nsys = lp.ncu, lp.tl, lp.nsys
     measurements = {
         "timer_ns": lp.t,
@@ -104,6 +109,10 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
         "elasticity": "measured" if ncu.kernels and all(k.elasticity_source == "measured" for k in ncu.kernels)
         else ("heuristic" if ncu.kernels else None),
         "opposed_parts": {"over": list(opp.over), "against": list(opp.against)} if opp.over else None,
+        "timer_iqr_ns": iqr,
+        # What the residual is judged against (verdict.residual_allowance) and which it is.
+        "residual_allowance_ns": q(allowance),
+        "residual_judged_against": against,
         "notes": notes,
         "details": details,
     }  # fmt: skip
