@@ -478,7 +478,7 @@ def _read_activity(
     else:
         df["grid"] = pd.NA
         df["block"] = pd.NA
-    res = _int64_or_na(df["_res"])
+    res = pd.Series(_int64_or_na(df["_res"]), index=df.index)
     for col, shift, bits in (("registers", 48, 16), ("shared_static_bytes", 24, 24), ("shared_dynamic_bytes", 0, 24)):
         df[col] = (res // (1 << shift)) % (1 << bits)  # nullable ints have no >> or &; NA but for kernels
     for c in ("start_ns", "end_ns"):
