@@ -336,6 +336,8 @@ def _nsys_resources(found: NsysIterations | None) -> dict[int, dict[ShapeKey, se
     if k.empty:
         return out
     k = k.merge(found.all_ops[cols].drop_duplicates("op_id"), on="op_id", how="inner")
+    # Millions of launches, a few distinct kernels: each distinct row once.
+    k = k.drop(columns="op_id").drop_duplicates()
     res = [k[c].tolist() for _, _m, c in RESOURCES]
     for spec, name, grid, block, *values in zip(k["spec"], k["name"].astype(str), k["grid"], k["block"], *res,
                                                 strict=True):  # fmt: skip
