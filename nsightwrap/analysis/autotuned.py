@@ -14,6 +14,16 @@ the autotuned function (the kernel's name is the function's) at the block size t
 (``num_warps`` x 32 threads); where the config names no ``num_warps``, by the kernel name alone.
 Such a benchmark gets no ncu figure (``Provenance.no_ncu``), or its nsys figure is not used
 (``Provenance.no_nsys``), each with one line that names both configs and what was compared.
+
+Whatever the autotune files say (and for kernels no autotuner chose), a benchmark's kernels in the
+ncu pass are checked against its own kernels in the nsys pass by their resources
+(``resource_mismatch``): registers per thread and static and dynamic shared memory per block, as
+ncu (``launch__registers_per_thread``, ``launch__shared_mem_per_block_static`` / ``_dynamic``) and
+the nsys export's kernel table (``registersPerThread``, ``staticSharedMemory``,
+``dynamicSharedMemory``) record them. The same function at the same grid and block but built
+otherwise (another specialization, another config that launches the same shape, a JIT that
+recompiled) is another kernel: such a benchmark gets no ncu figure, the reason naming the field
+and both values. The plain pass's kernels are not recorded, so only ncu against nsys is checked.
 """
 
 from __future__ import annotations
@@ -43,6 +53,17 @@ _UNPINNABLE = re.compile(r"^(?P<cls>\S+) of (?P<name>.+?) has no `cache` dict or
 WARP = 32
 #: The first words of the note that says why a benchmark's nsys figure is not used.
 NO_NSYS_LEAD = "nsys figure not used: "
+#: A kernel's resources as the reasons name them, with ncu's metric and the nsys ops column
+#: (parsers/nsys.py) of each; all in registers or bytes.
+RESOURCES = (
+    ("registers per thread", "launch__registers_per_thread", "registers"),
+    ("static shared memory per block (bytes)", "launch__shared_mem_per_block_static", "shared_static_bytes"),
+    ("dynamic shared memory per block (bytes)", "launch__shared_mem_per_block_dynamic", "shared_dynamic_bytes"),
+)
+#: One launch's resources in the order of ``RESOURCES`` (None: not recorded).
+Resources = tuple[int | None, ...]
+#: (function name, grid size, block size): a kernel and launch shape both passes name alike.
+ShapeKey = tuple[str, int | None, int | None]
 
 
 @dataclass(frozen=True)
@@ -270,18 +291,115 @@ def _pinned_all(t: PassTuning | None, plain: PassTuning | None, kernels: set[str
     return bool(mine) and not [d for d in divergences(plain, PassTuning(t.pass_name, tuple(mine), (), t.notes))]
 
 
+def _whole(v: object) -> int | None:
+    """A resource figure as a whole number (None: missing or not a number)."""
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return int(round(f)) if np.isfinite(f) else None
+
+
+def _ncu_resources(kernels: pd.DataFrame | None, specs: Sequence[BenchmarkSpec]) -> dict[int, dict[ShapeKey, set[Resources]]]:
+    """Per benchmark: the resources of each kernel and launch shape ncu profiled in its iterations."""
+    from nsightwrap.analysis.reconcile import base_name
+
+    out: dict[int, dict[ShapeKey, set[Resources]]] = {}
+    if kernels is None or kernels.empty or not any(m in kernels for _, m, _c in RESOURCES):
+        return out
+    heads = {f"{s.nvtx_path}/{s.iter_prefix}": i for i, s in enumerate(specs)}
+    res = [kernels[m].tolist() if m in kernels else [None] * len(kernels) for _, m, _c in RESOURCES]
+    rows = zip(kernels["nvtx_ranges"], kernels["kernel"].astype(str), kernels["grid"], kernels["block"], *res,
+               strict=True)  # fmt: skip
+    for paths, name, grid, block, *values in rows:
+        seq = (paths,) if isinstance(paths, str) else tuple(paths) if isinstance(paths, (list, tuple, np.ndarray)) else ()
+        for p in seq:
+            m = ITER_PATH.fullmatch(str(p))
+            if m and (b := heads.get(m.group(1))) is not None:
+                key = (base_name(name), dims_size(grid), dims_size(block))
+                out.setdefault(b, {}).setdefault(key, set()).add(tuple(_whole(v) for v in values))
+                break
+    return out
+
+
+def _nsys_resources(found: NsysIterations | None) -> dict[int, dict[ShapeKey, set[Resources]]]:
+    """Per benchmark: the resources of each kernel and launch shape nsys saw launched in its iterations."""
+    from nsightwrap.analysis.reconcile import base_name
+
+    out: dict[int, dict[ShapeKey, set[Resources]]] = {}
+    if found is None or found.ops.empty or "op_id" not in found.ops:
+        return out
+    cols = ["op_id", "name", "grid", "block", *(c for _, _m, c in RESOURCES)]
+    if not set(cols) <= set(found.all_ops):
+        return out
+    k = found.ops[(found.ops["kind"].astype(str) == "kernel") & found.ops["spec"].notna()][["op_id", "spec"]]
+    if k.empty:
+        return out
+    k = k.merge(found.all_ops[cols].drop_duplicates("op_id"), on="op_id", how="inner")
+    # Millions of launches, a few distinct kernels: each distinct row once.
+    k = k.drop(columns="op_id").drop_duplicates()
+    res = [k[c].tolist() for _, _m, c in RESOURCES]
+    for spec, name, grid, block, *values in zip(k["spec"], k["name"].astype(str), k["grid"], k["block"], *res,
+                                                strict=True):  # fmt: skip
+        key = (base_name(name), dims_size(grid), dims_size(block))
+        out.setdefault(int(spec), {}).setdefault(key, set()).add(tuple(_whole(v) for v in values))
+    return out
+
+
+def _alike(a: Resources, b: Resources) -> bool:
+    """Whether two launches' resources agree on every field both recorded."""
+    return all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
+
+
+def resource_mismatch(
+    specs: Sequence[BenchmarkSpec], ncu: pd.DataFrame | None, found: NsysIterations | None
+) -> tuple[str | None, ...]:
+    """Per benchmark: why its ncu kernels are not the ones nsys timed in it (one line beginning
+    ``OTHER_CONFIG_HEAD``), or None. A kernel ncu profiled at a launch shape nsys saw it at in the
+    benchmark's iterations must have the registers per thread and shared memory (static and dynamic)
+    of one of nsys's launches there; a field either side did not record is not compared."""
+    from nsightwrap.analysis.ncusample import OTHER_CONFIG_HEAD
+
+    mine, theirs = _ncu_resources(ncu, specs), _nsys_resources(found)
+    out: list[str | None] = [None] * len(specs)
+    for b, kernels in mine.items():
+        seen = theirs.get(b, {})
+        for key in sorted(k for k in kernels if k in seen):
+            odd = [r for r in sorted(kernels[key], key=str) if not any(_alike(r, t) for t in seen[key])]
+            if not odd:
+                continue
+            r, t = odd[0], sorted(seen[key], key=str)[0]
+            diff = "; ".join(
+                f"{what} {x} vs {y} under nsys"
+                for (what, _m, _c), x, y in zip(RESOURCES, r, t, strict=True) if x is not None and y is not None and x != y
+            )  # fmt: skip
+            out[b] = (
+                f"{OTHER_CONFIG_HEAD}{key[0]} than nsys timed here, at the same grid and block ({diff}): another "
+                "build of the kernel, and a ratio between two different kernels would mean nothing; a kernel "
+                "compiled per process (a JIT, an autotuner nsightwrap cannot pin) needs its choice fixed in the script"
+            )
+            break
+    return tuple(out)
+
+
 def provenance(
     run_dir: Path, specs: Sequence[BenchmarkSpec], ncu: pd.DataFrame | None, found: NsysIterations | None
 ) -> Provenance | None:
     """Per benchmark, whether the ncu and nsys passes ran the configs of its autotuned kernels the
-    plain pass timed, from the run's autotune files; None where no pass wrote one."""
+    plain pass timed, from the run's autotune files, and whether its ncu kernels have the resources
+    of its nsys kernels (``resource_mismatch``); None where no pass wrote an autotune file and
+    every benchmark's resources agree."""
     from nsightwrap.analysis.ncusample import NO_NCU_LEAD
 
     passes = {p: read_pass(run_dir / p, p) for p in (PASS_PLAIN, PASS_NCU, PASS_NSYS)}
-    if not any(passes.values()):
-        return None
-    plain = passes[PASS_PLAIN]
+    built = resource_mismatch(specs, ncu, found)
     n = len(specs)
+    if not any(passes.values()):
+        if not any(built):
+            return None
+        none: tuple[str | None, ...] = (None,) * n
+        return Provenance(built, none, ((),) * n, (False,) * n)
+    plain = passes[PASS_PLAIN]
     no_ncu: list[str | None] = [None] * n
     no_nsys: list[str | None] = [None] * n
     notes: list[list[str]] = [[] for _ in range(n)]
@@ -318,4 +436,6 @@ def provenance(
         for t in passes.values() if t is not None for u in t.unread
     )  # fmt: skip
     pinned = tuple(_pinned_all(passes[PASS_NCU], plain, set(launched[PASS_NCU].get(b, {}))) for b in range(n))
+    # The autotune files' reason (it names both configs) first, else the resources'.
+    no_ncu = [why or other for why, other in zip(no_ncu, built, strict=True)]
     return Provenance(tuple(no_ncu), tuple(no_nsys), tuple(tuple(x) for x in notes), pinned, unread)

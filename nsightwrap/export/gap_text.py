@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from nsightwrap.analysis.gap.verdict import PARTLY_SHARE
 from nsightwrap.analysis.model import Gap, GapPart
 from nsightwrap.export import reportfmt as f
 
@@ -47,6 +48,16 @@ def share(ns: float, gap: Gap) -> str:
     """``ns`` as a share of the timing (``+38%``)."""
     t = gap.timer_ns
     return "-" if not t else f"{ns / t:+.0%}"
+
+
+def residual_basis(gap: Gap) -> str:
+    """What the residual was judged against, and whether it is within it (empty for reports
+    written before the decomposition recorded it)."""
+    a, what = gap.measurements.get("residual_allowance_ns"), gap.measurements.get("residual_judged_against")
+    if not isinstance(a, (int, float)) or not isinstance(what, str):
+        return ""
+    side = "within" if abs(gap.residual_ns) <= a else "over"
+    return f"{side} {what}, the larger of {PARTLY_SHARE:.0%} of the gap and the timing's noise"
 
 
 def headline(gap: Gap) -> str:

@@ -286,7 +286,8 @@ def _gap_table(b: BenchmarkResult, above: str | None = None) -> str:
         )
     body.append(
         f"<tr><td class='l'>residual</td><td>{esc(g.signed_us(gap.residual_ns))}</td>"
-        f"<td>{esc(g.share(gap.residual_ns, gap))}</td><td class='kernel'>what no measurement explains</td><td></td></tr>"
+        f"<td>{esc(g.share(gap.residual_ns, gap))}</td><td class='kernel'>what no measurement explains"
+        f"<div class='ev'>{esc(g.residual_basis(gap))}</div></td><td></td></tr>"
     )
     body.append(
         f"<tr><td class='l'><b>total</b></td><td><b>{esc(g.signed_us(gap.total_ns))}</b></td>"

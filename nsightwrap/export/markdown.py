@@ -322,7 +322,8 @@ def _gap_table(b: BenchmarkResult, causes_above: bool = False) -> list[str]:
         what = md_cell(p.message) + (f" ({ev})" if ev else "")
         rows.append(f"| {name} | {g.signed_us(p.ns)} | {g.share(p.ns, gap)} | {what} | {md_cell(p.fix)} |")
     rows.append(
-        f"| residual | {g.signed_us(gap.residual_ns)} | {g.share(gap.residual_ns, gap)} | no measurement | |"
+        f"| residual | {g.signed_us(gap.residual_ns)} | {g.share(gap.residual_ns, gap)} | "
+        f"{md_cell('; '.join(x for x in ('no measurement', g.residual_basis(gap)) if x))} | |"
     )
     rows.append(
         f"| **total** | **{g.signed_us(gap.total_ns)}** | {g.share(gap.total_ns, gap)} | {md_cell(g.headline(gap))} | |"

@@ -57,6 +57,7 @@ OP_COLUMNS = [
     "op_id", "kind", "name", "start_ns", "end_ns", "duration_ns", "device_id", "context_id",
     "stream_id", "correlation_id", "global_pid", "launch_tid", "launch_api", "bytes",
     "graph_node_id", "grid", "block", "short_name", "launch_start_ns",
+    "registers", "shared_static_bytes", "shared_dynamic_bytes",
 ]  # fmt: skip
 RANGE_COLUMNS = [
     "range_id", "kind", "domain", "name", "path", "start_ns", "end_ns", "global_tid",
@@ -445,6 +446,10 @@ def _read_activity(
         # Launch shape packed in one integer per triple (y, z < 2^16, x < 2^31): fewer columns.
         exprs["_grid"] = "(gridX << 32) | (gridY << 16) | gridZ"
         exprs["_block"] = "(blockX << 32) | (blockY << 16) | blockZ"
+    if detail and {"registersPerThread", "staticSharedMemory", "dynamicSharedMemory"} <= cols:
+        # A kernel's resources (registers per thread < 2^16, shared memory per block in bytes
+        # < 2^24 each) packed in one integer: which compiled variant ran (analysis/autotuned.py).
+        exprs["_res"] = "(registersPerThread << 48) | (staticSharedMemory << 24) | dynamicSharedMemory"
     single_pid = None
     if "global_pid" in exprs:
         # One process (the usual case): a cheap scan in SQLite saves a column of Python ints.
@@ -458,7 +463,7 @@ def _read_activity(
     if single_pid is not None:
         df["global_pid"] = np.full(len(df), single_pid, dtype=np.int64)
     needed = ["device_id", "context_id", "stream_id", "bytes", "graph_node_id", "_short", "_copy_kind"]
-    for alias in [*wanted, *needed, "_graph_id", "_name", "_grid", "_block"]:
+    for alias in [*wanted, *needed, "_graph_id", "_name", "_grid", "_block", "_res"]:
         if alias not in df:
             df[alias] = pd.NA
     df["kind"] = kind
@@ -473,6 +478,9 @@ def _read_activity(
     else:
         df["grid"] = pd.NA
         df["block"] = pd.NA
+    res = pd.Series(_int64_or_na(df["_res"]), index=df.index)
+    for col, shift, bits in (("registers", 48, 16), ("shared_static_bytes", 24, 24), ("shared_dynamic_bytes", 0, 24)):
+        df[col] = (res // (1 << shift)) % (1 << bits)  # nullable ints have no >> or &; NA but for kernels
     for c in ("start_ns", "end_ns"):
         df[c] = df[c].astype(np.int64)
     for c in (

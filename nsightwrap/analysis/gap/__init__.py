@@ -43,10 +43,11 @@ from nsightwrap.analysis.gap.verdict import (
     causes_from_gap,
     judge,
     noise_floor_ns,
+    residual_allowance,
 )
 
 __all__ = [
     "ERRORS", "PARTLY_SHARE", "PART_ORDER", "PHYSICAL", "PLACE_SPREAD_NS", "QUANTUM", "RESIDUAL_BOUND", "GapInputs",
     "Timeline", "cache_states", "causes_from_gap", "decompose", "flush_kind", "front_end_offsets", "infer_kind",
-    "nsys_timelines", "judge", "noise_floor_ns", "q",
+    "nsys_timelines", "judge", "noise_floor_ns", "q", "residual_allowance",
 ]  # fmt: skip

@@ -19,9 +19,10 @@ from nsightwrap.analysis.gap import (
     warm_up,
 )
 from nsightwrap.analysis.gap.clock import Clock, clock_part
-from nsightwrap.analysis.gap.common import PART_ORDER, q
+from nsightwrap.analysis.gap.common import PART_ORDER, q, us
 from nsightwrap.analysis.gap.inputs import GapInputs
 from nsightwrap.analysis.gap.loop import loop_of
+from nsightwrap.analysis.gap.verdict import residual_allowance
 from nsightwrap.analysis.model import Gap, GapPart
 
 
@@ -80,6 +81,12 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
     if opp.note:
         notes.append(opp.note)
     residual = total - math.fsum(p.ns for p in parts)  # exact: every term is a multiple of 1/QUANTUM
+    # The timing's own spread per call (the samples are per call, as ``lp.t`` is): a residual
+    # within it cannot be told from noise, whatever share of a small gap it is.
+    iqr = lp.timer.iqr_ns if lp.timer.n >= 2 and math.isfinite(lp.timer.iqr_ns) else None
+    allowance, against = residual_allowance(total, lp.t, iqr)
+    if abs(residual) > allowance:
+        notes.append(residual_note(q(residual), against, parts, clk.own_ns is not None, scaling, lp.timer.n))
     ncu, tl, nsys = lp.ncu, lp.tl, lp.nsys
     measurements = {
         "timer_ns": lp.t,
@@ -104,8 +111,52 @@ def decompose(inp: GapInputs, offsets: Mapping[str, float] | None = None) -> Gap
         "elasticity": "measured" if ncu.kernels and all(k.elasticity_source == "measured" for k in ncu.kernels)
         else ("heuristic" if ncu.kernels else None),
         "opposed_parts": {"over": list(opp.over), "against": list(opp.against)} if opp.over else None,
+        "timer_iqr_ns": iqr,
+        # What the residual is judged against (verdict.residual_allowance) and which it is.
+        "residual_allowance_ns": q(allowance),
+        "residual_judged_against": against,
         "notes": notes,
         "details": details,
     }  # fmt: skip
     return Gap(total_ns=total, parts=tuple(parts), residual_ns=q(residual), timer_ns=lp.t, ncu_ns=lp.n,
                measurements=measurements)  # fmt: skip
+
+
+#: A part's measurement beyond its bound by more than this (ns) is named in the residual's note.
+_BEYOND_NS = 1.0
+
+
+def residual_note(
+    residual: float, against: str, parts: list[GapPart], contradicted: bool, scaling: Mapping[str, object] | None,
+    samples: int,
+) -> str:  # fmt: skip
+    """Why a residual over what it is judged against may be there, from what the decomposition
+    measured and could not place: a part's measurement its bound cut (what the bound cuts stays in
+    the residual), a plain window longer than nsys's beyond the parts measured there, one sample."""
+    why: list[str] = []
+    for p in parts:
+        beyond = p.evidence.get("beyond_bound_ns")
+        if isinstance(beyond, (int, float)) and abs(beyond) > _BEYOND_NS:
+            text = (
+                f"{us(beyond)} of it is the {p.cause} measurement beyond its bound ({p.evidence.get('bound', 'stated')})"
+            )
+            if p.cause == "cache_state" and contradicted:
+                text += (
+                    ": no cache state moves these kernels that way, and with the loop's clock contradicted a clock "
+                    "difference between the nsys and ncu passes, which no part measures, can"
+                )
+            why.append(text)
+    plain, under, factor = (scaling.get(k) if scaling else None for k in ("plain_window_ns", "nsys_window_ns", "slowdown"))
+    if isinstance(plain, (int, float)) and isinstance(under, (int, float)) and isinstance(factor, (int, float)):
+        if plain - under > _BEYOND_NS and factor < 1.0:
+            why.append(
+                f"the plain pass's window was {us(plain - under)} longer than nsys's ({us(plain)} against {us(under)}), "
+                "by less than the GPU's work in it, so the difference may be the GPU's and the host-side parts were kept "
+                "as measured under nsys"
+                + ("; the plain pass's clock was contradicted, so a slower clock there is not measured" if contradicted else "")
+            )
+    if samples < 2 and "one sample" not in against:
+        why.append("the timing is one sample, so its own spread is not measured")
+    return (
+        f"the residual {us(residual)} is over {against}: " + ("; ".join(why) or "no measurement of this run places it")
+    )

@@ -9,9 +9,12 @@
   work missed on another stream, the events' own cost, warm-up) sum over the tolerance, or ncu
   and nsys disagree about the kernels that ran;
 - ``unexplained``: outside the tolerance with a residual over ``RESIDUAL_BOUND`` of the timing;
-- ``partly_explained``: outside the tolerance, the residual within that but over
-  ``PARTLY_SHARE`` of the gap and over the noise floor (``noise_floor_ns``): the parts explain
-  only part of the gap, so it is never ``explained``.
+- ``partly_explained``: outside the tolerance, the residual within that but over what it is
+  judged against (``residual_allowance``): the larger of ``PARTLY_SHARE`` of the gap and the
+  timing's noise (its measured interquartile range, at least the noise floor ``noise_floor_ns``).
+  The parts then explain only part of the gap, so it is never ``explained``. A gap within the
+  timing's own noise cannot be judged to 10% of itself: the decomposition's measurements name
+  which of the two the residual was held to (``residual_judged_against``).
 """
 
 from __future__ import annotations
@@ -70,10 +73,44 @@ def noise_floor_ns(timer_ns: float | None) -> float:
     return max(NOISE_FLOOR_NS, NOISE_SHARE * abs(timer_ns or 0.0))
 
 
+def timing_noise(timer_ns: float | None, iqr_ns: float | None) -> tuple[float, str]:
+    """The timing's noise (ns) and how the reasons name it: its measured interquartile range
+    (``iqr_ns``: None where it was not measured, one sample), at least the noise floor, which is
+    what two passes of one loop read apart with nothing changed (the residual sets one pass
+    against others, so a narrow spread within the plain pass does not make it smaller)."""
+    floor = noise_floor_ns(timer_ns)
+    if iqr_ns is not None and math.isfinite(iqr_ns) and iqr_ns > floor:
+        return iqr_ns, f"the timing's measured noise (the interquartile range of its samples, {us(iqr_ns)})"
+    why = "" if iqr_ns is not None else "; the timing's own spread was not measured (one sample)"
+    return floor, (
+        f"the noise floor ({us(floor)}: {NOISE_SHARE:.0%} of the timing, at least {us(NOISE_FLOOR_NS)}, what two "
+        f"passes of one loop read apart{why})"
+    )
+
+
+def residual_allowance(total_ns: float, timer_ns: float | None, iqr_ns: float | None) -> tuple[float, str]:
+    """What a residual is judged against (ns), and which it is: ``PARTLY_SHARE`` of the gap, or
+    the timing's noise (``timing_noise``) where that is larger (a gap within the noise)."""
+    share = PARTLY_SHARE * abs(total_ns)
+    noise, what = timing_noise(timer_ns, iqr_ns)
+    if noise > share:
+        return noise, what
+    return share, f"{PARTLY_SHARE:.0%} of the gap ({us(share)})"
+
+
+def allowance_of(gap: Gap) -> tuple[float, str]:
+    """``residual_allowance`` of a decomposed gap (from its measurements where recorded)."""
+    m = gap.measurements
+    a, what = m.get("residual_allowance_ns"), m.get("residual_judged_against")
+    if isinstance(a, (int, float)) and isinstance(what, str):
+        return float(a), what
+    iqr = m.get("timer_iqr_ns")
+    return residual_allowance(gap.total_ns, gap.timer_ns, float(iqr) if isinstance(iqr, (int, float)) else None)
+
+
 def partly(gap: Gap) -> bool:
-    """The residual is over ``PARTLY_SHARE`` of the gap and over the noise floor."""
-    r = abs(gap.residual_ns)
-    return r > PARTLY_SHARE * abs(gap.total_ns) and r > noise_floor_ns(gap.timer_ns)
+    """The residual is over what it is judged against (``residual_allowance``)."""
+    return abs(gap.residual_ns) > allowance_of(gap)[0]
 
 
 def error_ns(gap: Gap) -> float:
@@ -108,13 +145,21 @@ def judge(gap: Gap, tolerance: float, *, kernels_agree: bool = True) -> tuple[Ve
         )
     names = ", ".join(c.code.value for c in causes_from_gap(gap, tolerance, Verdict.EXPLAINED))
     where = f"{ratio:.2f}x" if ratio is not None else "ncu saw no kernel"
+    allowance, against = allowance_of(gap)
     if partly(gap):
         return Verdict.PARTLY_EXPLAINED, (
             f"{where}: measured parts that are no error of the timing explain part of it ({names or 'together'}); "
-            f"the residual {us(gap.residual_ns)} is over {PARTLY_SHARE:.0%} of the gap ({us(gap.total_ns)}) and over "
-            f"the noise floor ({us(noise_floor_ns(gap.timer_ns))})"
+            f"the residual {us(gap.residual_ns)} of the gap {us(gap.total_ns)} is over {against}, what it is judged "
+            f"against (the larger of {PARTLY_SHARE:.0%} of the gap and the timing's noise)"
         )
-    return Verdict.EXPLAINED, f"{where}: measured parts that are no error of the timing explain it ({names or 'together'})"
+    said = f"{where}: measured parts that are no error of the timing explain it ({names or 'together'})"
+    if abs(gap.residual_ns) > PARTLY_SHARE * abs(gap.total_ns):
+        # Within the noise, not within 10% of the gap: say which held it.
+        said += (
+            f"; the residual {us(gap.residual_ns)} is over {PARTLY_SHARE:.0%} of the gap but within {against}, "
+            "so the gap cannot be judged to that share"
+        )
+    return Verdict.EXPLAINED, said
 
 
 def _by_size(parts: tuple[GapPart, ...]) -> list[GapPart]:
