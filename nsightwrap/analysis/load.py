@@ -659,6 +659,13 @@ def _with_clock_sweep(
                 "instance of the same kernel at the same grid and block (--ncu-counters-cap: the ncu pass "
                 "profiled fewer instances than the duration pass); their durations are their own"
             )
+        bare = int(out["counters_source"].isna().sum())
+        if bare:
+            notes.append(
+                f"{bare} of {taken} ncu kernels have no counters (throughputs, bytes): the ncu pass profiled no "
+                "instance of their kernel at their grid and block; their durations and clocks are the duration "
+                "pass's own, their clock sensitivity and roofline place are not measured"
+            )
     else:
         out, taken = attach_durations(ncu, light)
     cover, _ = _sweep_report(layout, COVER_PASS, "coverage-pass", "its benchmarks keep what the capped passes gave",
