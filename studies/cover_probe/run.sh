@@ -2,7 +2,9 @@
 # Which of nsightwrap's coverage-pass NVTX filters ncu honours on studies/userscripts/small_things.py:
 # a plain pass gives the capture layer its sidecar, then ncu runs the script as the coverage pass
 # does (same environment, duration and clock metrics only, no cap) once per filter set, and the
-# kernels each profiled are counted per NVTX range. Run on the GPU machine from the repository
+# kernels each profiled are counted per NVTX range. The question: are several --nvtx-include
+# filters of one domain all honoured (the coverage pass of 2026-12-07 got only its first one's
+# launches), and does one filter with an alternation do instead. Run on the GPU machine from the repository
 # root after `. scripts/gpu/env.sh`; writes under $JOB_OUT (default /tmp/cover-probe).
 set -u
 OUT=${JOB_OUT:-/tmp/cover-probe}
@@ -26,6 +28,9 @@ probe graph --nvtx-include 'regex:nsightwrap@small_things\.py:41 cuda_events #1/
 probe relu --nvtx-include 'regex:nsightwrap@relu 4M fp32/iter[0-9]+/'
 probe three --nvtx-include 'regex:nsightwrap@small_things\.py:25 do_bench #3/iter[0-9]+/' \
   --nvtx-include 'regex:nsightwrap@small_things\.py:41 cuda_events #1/iter[0-9]+/' --nvtx-include 'regex:nsightwrap@relu 4M fp32/iter[0-9]+/'
+probe three_reversed --nvtx-include 'regex:nsightwrap@relu 4M fp32/iter[0-9]+/' \
+  --nvtx-include 'regex:nsightwrap@small_things\.py:41 cuda_events #1/iter[0-9]+/' --nvtx-include 'regex:nsightwrap@small_things\.py:25 do_bench #3/iter[0-9]+/'
+probe alternation --nvtx-include 'regex:nsightwrap@(small_things\.py:25 do_bench #3|small_things\.py:41 cuda_events #1|relu 4M fp32)/iter[0-9]+/'
 probe any --nvtx-include 'regex:nsightwrap@.*/iter[0-9]+/'
 probe graph_plain --nvtx-include 'nsightwrap@small_things.py:41 cuda_events #1/'
 rm -f "$OUT"/*.ncu-rep
