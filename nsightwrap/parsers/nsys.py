@@ -100,6 +100,17 @@ GPU_CLOCK_COLUMNS = ["t_ns", "gpu", "gpc_clock_hz"]
 GPC_CLOCK_METRIC = "GPC Clock Frequency%"
 
 
+@dataclass(frozen=True)
+class IterationCap:
+    """At most ``cap`` instances of each iteration range ``<head><i>`` (``head`` among ``heads``:
+    a benchmark's ``<nvtx_path>/<iter_prefix>``) are read: evenly spaced over the loop, by index,
+    the first and last always among them. The other instances, their nested ranges, and the CUDA
+    calls launched inside them and their GPU ops are left in the export (not read)."""
+
+    heads: frozenset[str]
+    cap: int
+
+
 @dataclass(frozen=True, eq=False)
 class NsysReport:
     """One nsys capture: GPU ops, NVTX ranges and which ranges each op belongs to."""
@@ -121,6 +132,9 @@ class NsysReport:
     #: kernel lookups, graph instantiation, allocations), one row each (``SETUP_CALL_COLUMNS``),
     #: sorted by thread and start; what a first use costs on the host.
     setup_calls: pd.DataFrame = field(default_factory=lambda: _empty(SETUP_CALL_COLUMNS))
+    #: Per iteration head (``IterationCap.heads``) whose loop held more instances than the cap:
+    #: (instances read, instances in the export). Empty where nothing was capped.
+    iterations_read: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return (
@@ -134,12 +148,15 @@ class NsysReport:
         return not self.ranges.empty
 
 
-def read_nsys(path: str | Path, *, detail: bool = True) -> NsysReport:
+def read_nsys(path: str | Path, *, detail: bool = True, iterations: IterationCap | None = None) -> NsysReport:
     """Read an nsys ``.sqlite`` export (or ``.sqlite.gz``); raise InputNotFound / ReportParseError on bad input.
 
     ``detail=False`` reads only what timing and attribution need (kind, times, correlation,
     launch thread and time; range names, kinds and threads): ops' names, shapes, streams and
     API names are then NA. It reads large captures about a third faster.
+    ``iterations``: read at most ``cap`` instances of each benchmark's iteration range
+    (``IterationCap``; ``iterations_read`` says which loops were cut): the NVTX ranges are read
+    first, and SQLite itself leaves out the calls and ops of the others.
     """
     p = unpacked(path)
     with named_as(path, p), _open(p) as con:
@@ -151,13 +168,14 @@ def read_nsys(path: str | Path, *, detail: bool = True) -> NsysReport:
                     f"or NVTX_EVENTS table); {REEXPORT}"
                 )
             strings = _Strings(con, tables)
+            ranges = _read_ranges(con, tables, detail)
+            ranges, skip, read = _cap_iterations(con, tables, ranges, iterations)
             names = _CallNames(con, tables, detail)
-            calls = _Calls(con, names.all(), _columns(con, RUNTIME) if RUNTIME in tables else set())
+            calls = _Calls(con, names.all(), _columns(con, RUNTIME) if RUNTIME in tables else set(), skip)
             events = _read_event_calls(con, tables, names, calls) if detail else _empty(EVENT_CALL_COLUMNS)
             setup = _read_setup_calls(con, tables, strings, names, calls) if detail else _empty(SETUP_CALL_COLUMNS)
             calls.keep(names.launches)  # the rest is read: its rows need not stay while the ops are read
             ops = _read_ops(con, tables, strings, detail, names, calls)
-            ranges = _read_ranges(con, tables, detail)
             meta = _read_meta(con, tables)
             clock = _read_gpu_clock(con, tables)
         except sqlite3.DatabaseError as exc:
@@ -170,7 +188,7 @@ def read_nsys(path: str | Path, *, detail: bool = True) -> NsysReport:
             ) from exc
     return NsysReport(
         path=p, ops=ops, ranges=ranges, attribution=attribute(ops, ranges), meta=meta, event_calls=events,
-        gpu_clock=clock, setup_calls=setup,
+        gpu_clock=clock, setup_calls=setup, iterations_read=read,
     )
 
 
@@ -353,15 +371,25 @@ class _Calls:
     COLUMNS = {"nameId": "nameId", "globalTid": "globalTid", "start": "start", "end": "end",
                "correlationId": "correlationId"}  # fmt: skip
 
-    def __init__(self, con: sqlite3.Connection, ids: set[int], rcols: set[str]) -> None:
+    def __init__(self, con: sqlite3.Connection, ids: set[int], rcols: set[str], skip: _Skip | None = None) -> None:
         cols = [c for c in self.COLUMNS if c in rcols]
         self._cols = cols
+        #: SQL condition an activity table's rows must meet: its op's launch call was read
+        #: (``_Skip.op_condition``); empty where every op is read.
+        self.op_condition = ""
         if not ids or "nameId" not in cols:
             self._rows = np.empty((0, len(cols)), dtype=np.int64)
             return
-        select = ", ".join(f"IFNULL([{c}], {_NULL})" for c in cols)
-        rows = con.execute(f"SELECT {select} FROM {RUNTIME} WHERE nameId IN ({','.join(map(str, sorted(ids)))})")
+        select = ", ".join(f"IFNULL(r.[{c}], {_NULL})" for c in cols)
+        where = f"r.nameId IN ({','.join(map(str, sorted(ids)))})"
+        if skip is not None:
+            where += f" AND {skip.call_condition('r.start')}"
+        rows = con.execute(f"SELECT {select} FROM {RUNTIME} r WHERE {where}")
         self._rows = _matrix(rows.fetchall(), len(cols), False)
+        if skip is not None and {"start", "correlationId"} <= set(cols):
+            self.op_condition = skip.op_condition(
+                con, self._rows[:, cols.index("start")], self._rows[:, cols.index("correlationId")]
+            )
 
     def keep(self, ids: Iterable[int]) -> None:
         """Drop every row but the calls whose nameId is among ``ids``."""
@@ -375,6 +403,133 @@ class _Calls:
             return _frame(self._rows, names)
         sub = self._rows[np.isin(self._rows[:, self._cols.index("nameId")], np.fromiter(ids, dtype=np.int64))]
         return _frame(sub[:, [self._cols.index(exprs[a]) for a in names]], names)
+
+
+class _Skip:
+    """The host-time windows of the iteration instances ``IterationCap`` leaves out, as SQLite
+    conditions: a CUDA call is read unless it started inside one (``[start, end)``, as
+    ``attribute`` has it), and a GPU op unless its correlationId lies between the ids of the calls
+    read just before and just after such a window. Correlation ids count the CUDA calls of a
+    process in the order they were made, so the ids a window's calls took lie in that gap; a
+    capture of one process only is capped (``_cap_iterations``). An op whose launch call is read
+    after all finds it (``_join_launches``)."""
+
+    def __init__(self, con: sqlite3.Connection, starts: np.ndarray, ends: np.ndarray) -> None:
+        # Disjoint, sorted windows: the one holding t, if any, is the last one starting at or before t.
+        self.starts, self.ends = starts, ends
+        con.execute("CREATE TEMP TABLE nw_skip (s INTEGER PRIMARY KEY, e INTEGER NOT NULL)")
+        con.executemany("INSERT INTO temp.nw_skip VALUES (?, ?)", zip(starts.tolist(), ends.tolist(), strict=True))
+
+    @staticmethod
+    def call_condition(start: str) -> str:
+        """True where a call starting at ``start`` lies in no window (a B-tree search per row)."""
+        return f"NOT IFNULL((SELECT w.e FROM temp.nw_skip w WHERE w.s <= {start} ORDER BY w.s DESC LIMIT 1) > {start}, 0)"
+
+    def op_condition(self, con: sqlite3.Connection, start: np.ndarray, corr: np.ndarray) -> str:
+        """The condition an activity table's row must meet (``{table}`` stands for its name),
+        from the calls read (``start``, ``corr``: their host starts and correlation ids)."""
+        if not len(start):
+            return ""
+        order = np.argsort(start, kind="stable")
+        t = start[order]
+        c = corr[order]
+        # Per window: the highest id of a call read before it, the lowest of one read after it.
+        below = np.maximum.accumulate(np.where(c == _NULL, -1, c))
+        above = np.minimum.accumulate(np.where(c == _NULL, _NO_ID, c)[::-1])[::-1]
+        i = np.searchsorted(t, self.starts, side="left") - 1
+        j = np.searchsorted(t, self.ends, side="left")
+        lo = np.where(i >= 0, below[np.maximum(i, 0)], -1)
+        hi = np.where(j < len(t), above[np.minimum(j, len(t) - 1)], _NO_ID)
+        # Gaps in id order, overlapping ones merged (windows with no call read between them).
+        o = np.argsort(lo, kind="stable")
+        lo, hi = lo[o], hi[o]
+        reach = np.maximum.accumulate(hi)
+        new = np.ones(len(lo), dtype=bool)
+        new[1:] = lo[1:] >= reach[:-1]
+        first = np.flatnonzero(new)
+        last = np.r_[first[1:], len(lo)] - 1
+        con.execute("CREATE TEMP TABLE nw_ids (lo INTEGER PRIMARY KEY, hi INTEGER NOT NULL)")
+        con.executemany(
+            "INSERT INTO temp.nw_ids VALUES (?, ?)", zip(lo[first].tolist(), reach[last].tolist(), strict=True)
+        )
+        return (
+            "NOT IFNULL((SELECT g.hi FROM temp.nw_ids g WHERE g.lo < [{table}].correlationId "
+            "ORDER BY g.lo DESC LIMIT 1) > [{table}].correlationId, 0)"
+        )
+
+
+#: Above every correlation id (32-bit in CUPTI).
+_NO_ID = 2**62
+
+
+def _cap_iterations(
+    con: sqlite3.Connection, tables: set[str], ranges: pd.DataFrame, cap: IterationCap | None
+) -> tuple[pd.DataFrame, _Skip | None, dict[str, tuple[int, int]]]:
+    """``ranges`` without the iteration instances ``cap`` leaves out (and the ranges that start
+    inside them), the windows to skip, and what was read of each capped loop."""
+    if cap is None or ranges.empty or not cap.heads or cap.cap < 2:
+        return ranges, None, {}
+    paths = ranges["path"].astype(str).tolist()
+    head_of: list[str] = []
+    index_of: list[int] = []
+    for p in paths:
+        head = p.rstrip("0123456789")
+        digits = p[len(head) :]
+        # As iterations.nsys_iterations splits a path; a path it splits otherwise is not capped.
+        ok = digits and head in cap.heads and "\n" not in p and not (head and head[-1].isdecimal())
+        head_of.append(head if ok else "")
+        index_of.append(int(digits) if ok else 0)
+    df = pd.DataFrame({"head": head_of, "index": index_of, "start": ranges["start_ns"].to_numpy(dtype=np.int64),
+                       "end": ranges["end_ns"].astype("float64").to_numpy(), "row": np.arange(len(ranges))})  # fmt: skip
+    df = df[df["head"] != ""]
+    sizes = df.groupby("head").size()
+    over = sizes[sizes > cap.cap]
+    if over.empty or not _one_process(con, tables, ranges):
+        return ranges, None, {}
+    df = df[df["head"].isin(over.index)].sort_values(["head", "index", "start"], kind="stable")
+    if df["end"].isna().any():  # an iteration never closed: its loop is read whole
+        open_heads = set(df.loc[df["end"].isna(), "head"])
+        df = df[~df["head"].isin(open_heads)]
+        over = over.drop(list(open_heads))
+        if over.empty:
+            return ranges, None, {}
+    pos = df.groupby("head", sort=False).cumcount().to_numpy()
+    n = df["head"].map(over).to_numpy(dtype=np.int64)
+    # Evenly spaced positions 0 .. n-1, integer arithmetic: the same choice on every machine.
+    # Position j*(n-1)//(k-1) for j = 0..k-1 (strictly increasing, as n > k): a position p is
+    # among them where the first j reaching it, ceil(p*(k-1)/(n-1)), lands on it.
+    k = cap.cap
+    j = -((-pos * (k - 1)) // (n - 1))
+    kept_pos = (j * (n - 1)) // (k - 1) == pos
+    dropped = df[~kept_pos]
+    s = dropped["start"].to_numpy(dtype=np.int64)
+    e = dropped["end"].to_numpy(dtype=np.int64)
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], e[o]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] >= reach[:-1]
+    first = np.flatnonzero(new)
+    last = np.r_[first[1:], len(s)] - 1
+    ws, we = s[first], reach[last]
+    t = ranges["start_ns"].to_numpy(dtype=np.int64)
+    w = np.searchsorted(ws, t, side="right") - 1
+    inside = (w >= 0) & (t < we[np.maximum(w, 0)])
+    out = ranges[~inside].reset_index(drop=True)
+    out["range_id"] = np.arange(len(out), dtype=np.int64)
+    read = {str(h): (k, int(m)) for h, m in over.items()}
+    return out, _Skip(con, ws, we), read
+
+
+def _one_process(con: sqlite3.Connection, tables: set[str], ranges: pd.DataFrame) -> bool:
+    """Whether the NVTX ranges and every GPU op come from one process (``_Skip`` needs it)."""
+    pids = set(np.right_shift(ranges["global_tid"].dropna().to_numpy(dtype=np.int64), _PID_SHIFT).tolist())
+    for table in ACTIVITY_TABLES:
+        if table in tables and "globalPid" in _columns(con, table):
+            lo, hi = con.execute(f"SELECT MIN(globalPid), MAX(globalPid) FROM [{table}]").fetchone()
+            if lo is not None:
+                pids |= {int(lo) >> _PID_SHIFT, int(hi) >> _PID_SHIFT}
+    return len(pids) <= 1
 
 
 class _Strings:
@@ -406,7 +561,7 @@ def _read_ops(
     present = [
         (t, k) for t, k in ((KERNEL, "kernel"), (MEMCPY, "memcpy"), (MEMSET, "memset"), (GRAPH, "graph"))
     ]
-    parts = [_read_activity(con, t, k, strings, detail) for t, k in present if t in tables]
+    parts = [_read_activity(con, t, k, strings, detail, calls.op_condition) for t, k in present if t in tables]
     parts = [p for p in parts if not p.empty]
     if not parts:
         return _empty(OP_COLUMNS)
@@ -421,7 +576,7 @@ def _read_ops(
 
 
 def _read_activity(
-    con: sqlite3.Connection, table: str, kind: str, strings: _Strings, detail: bool
+    con: sqlite3.Connection, table: str, kind: str, strings: _Strings, detail: bool, condition: str = ""
 ) -> pd.DataFrame:
     cols = _columns(con, table)
     if not {"start", "end"} <= cols:
@@ -452,7 +607,10 @@ def _read_activity(
         if lo is not None and lo == hi:
             single_pid = int(lo)
             del exprs["global_pid"]
-    df = _query(con, exprs, f"FROM [{table}] WHERE start IS NOT NULL AND end IS NOT NULL")
+    where = "start IS NOT NULL AND end IS NOT NULL"
+    if condition and "correlationId" in cols:
+        where += " AND " + condition.replace("{table}", table)
+    df = _query(con, exprs, f"FROM [{table}] WHERE {where}")
     if df.empty:
         return _empty(OP_COLUMNS)
     if single_pid is not None:
