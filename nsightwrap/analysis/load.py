@@ -172,7 +172,8 @@ def analyze(
     notes += capture_notes(sidecars)
 
     found = (
-        nsys_iterations(nsys.ops, nsys.ranges, nsys.attribution, specs, getattr(nsys, "event_calls", None))
+        nsys_iterations(nsys.ops, nsys.ranges, nsys.attribution, specs, getattr(nsys, "event_calls", None),
+                        getattr(nsys, "lead_in_ranges", ()))  # fmt: skip
         if nsys is not None
         else None
     )

@@ -103,12 +103,23 @@ GPC_CLOCK_METRIC = "GPC Clock Frequency%"
 @dataclass(frozen=True)
 class IterationCap:
     """At most ``cap`` instances of each iteration range ``<head><i>`` (``head`` among ``heads``:
-    a benchmark's ``<nvtx_path>/<iter_prefix>``) are read: evenly spaced over the loop, by index,
-    the first and last always among them. The other instances, their nested ranges, and the CUDA
-    calls launched inside them and their GPU ops are left in the export (not read)."""
+    a benchmark's ``<nvtx_path>/<iter_prefix>``) are analysed: ``runs`` runs of consecutive
+    instances (``cap // runs`` each), evenly spaced over the loop by index, the first run at its
+    start and the last at its end. The instance before each run is read too, as its lead-in (the
+    stream's previous op, the start event's record: a host ahead of the GPU queued them there)
+    and not analysed (``NsysReport.lead_in_ranges``). The other instances, from their start to the
+    loop's next instance (what runs between iterations goes with them), are not read: neither the
+    ranges that start there, nor the CUDA calls made there, nor their GPU ops."""
 
     heads: frozenset[str]
     cap: int
+    runs: int = 64
+
+    def layout(self, n: int) -> tuple[np.ndarray, int]:
+        """For a loop of ``n > cap`` instances: the first position of each run, and its length."""
+        runs = min(self.runs, self.cap)
+        length = self.cap // runs
+        return (np.arange(runs, dtype=np.int64) * (n - length)) // max(runs - 1, 1), length
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,6 +146,9 @@ class NsysReport:
     #: Per iteration head (``IterationCap.heads``) whose loop held more instances than the cap:
     #: (instances read, instances in the export). Empty where nothing was capped.
     iterations_read: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: ``range_id`` of the iteration instances read only as the lead-in of a run of analysed ones
+    #: (``IterationCap``): their ops are real, but they are not iterations to analyse.
+    lead_in_ranges: frozenset[int] = frozenset()
 
     def __repr__(self) -> str:
         return (
@@ -169,9 +183,9 @@ def read_nsys(path: str | Path, *, detail: bool = True, iterations: IterationCap
                 )
             strings = _Strings(con, tables)
             ranges = _read_ranges(con, tables, detail)
-            ranges, skip, read = _cap_iterations(con, tables, ranges, iterations)
+            ranges, skip, read, lead_in = _cap_iterations(con, tables, ranges, iterations)
             names = _CallNames(con, tables, detail)
-            calls = _Calls(con, names.all(), _columns(con, RUNTIME) if RUNTIME in tables else set(), skip)
+            calls = _Calls(con, names, _columns(con, RUNTIME) if RUNTIME in tables else set(), skip)
             events = _read_event_calls(con, tables, names, calls) if detail else _empty(EVENT_CALL_COLUMNS)
             setup = _read_setup_calls(con, tables, strings, names, calls) if detail else _empty(SETUP_CALL_COLUMNS)
             calls.keep(names.launches)  # the rest is read: its rows need not stay while the ops are read
@@ -188,7 +202,7 @@ def read_nsys(path: str | Path, *, detail: bool = True, iterations: IterationCap
             ) from exc
     return NsysReport(
         path=p, ops=ops, ranges=ranges, attribution=attribute(ops, ranges), meta=meta, event_calls=events,
-        gpu_clock=clock, setup_calls=setup, iterations_read=read,
+        gpu_clock=clock, setup_calls=setup, iterations_read=read, lead_in_ranges=lead_in,
     )
 
 
@@ -371,7 +385,10 @@ class _Calls:
     COLUMNS = {"nameId": "nameId", "globalTid": "globalTid", "start": "start", "end": "end",
                "correlationId": "correlationId"}  # fmt: skip
 
-    def __init__(self, con: sqlite3.Connection, ids: set[int], rcols: set[str], skip: _Skip | None = None) -> None:
+    def __init__(
+        self, con: sqlite3.Connection, names: _CallNames, rcols: set[str], skip: _Skip | None = None
+    ) -> None:
+        ids = names.all()
         cols = [c for c in self.COLUMNS if c in rcols]
         self._cols = cols
         #: SQL condition an activity table's rows must meet: its op's launch call was read
@@ -464,11 +481,13 @@ _NO_ID = 2**62
 
 def _cap_iterations(
     con: sqlite3.Connection, tables: set[str], ranges: pd.DataFrame, cap: IterationCap | None
-) -> tuple[pd.DataFrame, _Skip | None, dict[str, tuple[int, int]]]:
+) -> tuple[pd.DataFrame, _Skip | None, dict[str, tuple[int, int]], frozenset[int]]:
     """``ranges`` without the iteration instances ``cap`` leaves out (and the ranges that start
-    inside them), the windows to skip, and what was read of each capped loop."""
+    inside them), the windows to skip, what was analysed of each capped loop (instances analysed,
+    instances in the export) and the range ids of the lead-in instances."""
+    none: frozenset[int] = frozenset()
     if cap is None or ranges.empty or not cap.heads or cap.cap < 2:
-        return ranges, None, {}
+        return ranges, None, {}, none
     paths = ranges["path"].astype(str).tolist()
     head_of: list[str] = []
     index_of: list[int] = []
@@ -485,40 +504,60 @@ def _cap_iterations(
     sizes = df.groupby("head").size()
     over = sizes[sizes > cap.cap]
     if over.empty or not _one_process(con, tables, ranges):
-        return ranges, None, {}
+        return ranges, None, {}, none
     df = df[df["head"].isin(over.index)].sort_values(["head", "index", "start"], kind="stable")
     if df["end"].isna().any():  # an iteration never closed: its loop is read whole
         open_heads = set(df.loc[df["end"].isna(), "head"])
         df = df[~df["head"].isin(open_heads)]
         over = over.drop(list(open_heads))
         if over.empty:
-            return ranges, None, {}
-    pos = df.groupby("head", sort=False).cumcount().to_numpy()
-    n = df["head"].map(over).to_numpy(dtype=np.int64)
-    # Evenly spaced positions 0 .. n-1, integer arithmetic: the same choice on every machine.
-    # Position j*(n-1)//(k-1) for j = 0..k-1 (strictly increasing, as n > k): a position p is
-    # among them where the first j reaching it, ceil(p*(k-1)/(n-1)), lands on it.
-    k = cap.cap
-    j = -((-pos * (k - 1)) // (n - 1))
-    kept_pos = (j * (n - 1)) // (k - 1) == pos
-    dropped = df[~kept_pos]
-    s = dropped["start"].to_numpy(dtype=np.int64)
-    e = dropped["end"].to_numpy(dtype=np.int64)
+            return ranges, None, {}, none
+    pos = df.groupby("head", sort=False).cumcount().to_numpy(dtype=np.int64)
+    kept = np.zeros(len(df), dtype=bool)
+    lead = np.zeros(len(df), dtype=bool)
+    analysed = 0
+    at = 0
+    for m in df.groupby("head", sort=False).size().tolist():  # one loop per capped benchmark
+        firsts, length = cap.layout(m)
+        analysed = len(firsts) * length
+        p = pos[at : at + m]
+        run = np.searchsorted(firsts, p, side="right") - 1
+        kept[at : at + m] = (run >= 0) & (p - firsts[np.maximum(run, 0)] < length)
+        lead[at : at + m] = np.isin(p + 1, firsts[firsts > 0])
+        at += m
+    lead &= ~kept
+    # An instance left out takes with it what follows it up to the loop's next instance (the
+    # flush, the event records and the like between iterations), so that what is read keeps the
+    # loop's proportions; the last instance in time keeps what follows it.
+    by_time = df.assign(_gone=~kept & ~lead).sort_values(["head", "start"], kind="stable")
+    nxt = by_time.groupby("head", sort=False)["start"].shift(-1)
+    until = nxt.fillna(by_time["end"]).to_numpy(dtype=np.int64)
+    gone = by_time["_gone"].to_numpy()
+    ws, we = _disjoint(by_time["start"].to_numpy(dtype=np.int64)[gone], until[gone])
+    t = ranges["start_ns"].to_numpy(dtype=np.int64)
+    w = np.searchsorted(ws, t, side="right") - 1
+    inside = (w >= 0) & (t < we[np.maximum(w, 0)]) if len(ws) else np.zeros(len(t), dtype=bool)
+    is_lead = np.zeros(len(ranges), dtype=bool)
+    is_lead[df["row"].to_numpy()[lead]] = True
+    out = ranges[~inside].reset_index(drop=True)
+    out["range_id"] = np.arange(len(out), dtype=np.int64)
+    lead_ids = frozenset(np.flatnonzero(is_lead[~inside]).tolist())
+    read = {str(h): (analysed, int(m)) for h, m in over.items()}
+    return out, _Skip(con, ws, we) if len(ws) else None, read, lead_ids
+
+
+def _disjoint(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Windows ``[s, e)`` sorted and merged where they overlap."""
     o = np.argsort(s, kind="stable")
     s, e = s[o], e[o]
+    if not len(s):
+        return s, e
     reach = np.maximum.accumulate(e)
     new = np.ones(len(s), dtype=bool)
     new[1:] = s[1:] >= reach[:-1]
     first = np.flatnonzero(new)
     last = np.r_[first[1:], len(s)] - 1
-    ws, we = s[first], reach[last]
-    t = ranges["start_ns"].to_numpy(dtype=np.int64)
-    w = np.searchsorted(ws, t, side="right") - 1
-    inside = (w >= 0) & (t < we[np.maximum(w, 0)])
-    out = ranges[~inside].reset_index(drop=True)
-    out["range_id"] = np.arange(len(out), dtype=np.int64)
-    read = {str(h): (k, int(m)) for h, m in over.items()}
-    return out, _Skip(con, ws, we), read
+    return s[first], reach[last]
 
 
 def _one_process(con: sqlite3.Connection, tables: set[str], ranges: pd.DataFrame) -> bool:
