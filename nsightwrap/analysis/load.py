@@ -758,15 +758,20 @@ def nsys_iteration_cap() -> int | None:
     return cap
 
 
-def _iterations_read_notes(specs: Sequence[BenchmarkSpec], read: Mapping[str, tuple[int, int]]) -> list[tuple[str, ...]]:
+def _iterations_read_notes(
+    specs: Sequence[BenchmarkSpec], read: Mapping[str, tuple[int, int, int]]
+) -> list[tuple[str, ...]]:
     """Per benchmark, the note saying how many of its nsys iterations were analysed, where capped."""
     out: list[tuple[str, ...]] = []
     for s in specs:
         got = read.get(f"{s.nvtx_path}/{s.iter_prefix}")
-        out.append(
-            (f"nsys iterations analysed: {got[0]:,} of {got[1]:,} (evenly spaced over the loop; "
-             f"{NSYS_ITERATIONS_ENV}=0 analyses every one)",) if got else ()
-        )  # fmt: skip
+        if not got:
+            out.append(())
+            continue
+        analysed, total, runs = got
+        how = "evenly spaced" if runs == analysed else f"{runs} evenly spaced runs of {analysed // runs}"
+        out.append((f"nsys iterations analysed: {analysed:,} of {total:,} ({how} over the loop; "
+                    f"{NSYS_ITERATIONS_ENV}=0 analyses every one)",))  # fmt: skip
     return out
 
 

@@ -103,9 +103,9 @@ GPC_CLOCK_METRIC = "GPC Clock Frequency%"
 @dataclass(frozen=True)
 class IterationCap:
     """At most ``cap`` instances of each iteration range ``<head><i>`` (``head`` among ``heads``:
-    a benchmark's ``<nvtx_path>/<iter_prefix>``) are analysed: ``runs`` runs of consecutive
-    instances (``cap // runs`` each), evenly spaced over the loop by index, the first run at its
-    start and the last at its end. The instance before each run is read too, as its lead-in (the
+    a benchmark's ``<nvtx_path>/<iter_prefix>``) are analysed: runs of ``cap // 64`` consecutive
+    instances (at least one), as many as fit in ``cap``, evenly spaced over the loop by index, the
+    first run at its start and the last at its end. The instance before each run is read too, as its lead-in (the
     stream's previous op, the start event's record: a host ahead of the GPU queued them there)
     and not analysed (``NsysReport.lead_in_ranges``). The other instances, from their start to the
     loop's next instance (what runs between iterations goes with them), are not read: neither the
@@ -113,13 +113,22 @@ class IterationCap:
 
     heads: frozenset[str]
     cap: int
-    runs: int = 64
 
-    def layout(self, n: int) -> tuple[np.ndarray, int]:
-        """For a loop of ``n > cap`` instances: the first position of each run, and its length."""
-        runs = min(self.runs, self.cap)
-        length = self.cap // runs
-        return (np.arange(runs, dtype=np.int64) * (n - length)) // max(runs - 1, 1), length
+    @property
+    def run_length(self) -> int:
+        """Consecutive instances per run (each run costs one lead-in instance more)."""
+        return max(1, self.cap // 64)
+
+    @property
+    def runs(self) -> int:
+        """Runs per loop."""
+        return self.cap // self.run_length
+
+    def layout(self, n: int) -> np.ndarray:
+        """For a loop of ``n > cap`` instances, the first position of each run: evenly spaced, in
+        integer arithmetic (the same choice on every machine), the last run ending at ``n - 1``.
+        Runs never overlap: their spacing is at least ``(n - length) // (runs - 1) >= length``."""
+        return (np.arange(self.runs, dtype=np.int64) * (n - self.run_length)) // max(self.runs - 1, 1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -144,8 +153,8 @@ class NsysReport:
     #: sorted by thread and start; what a first use costs on the host.
     setup_calls: pd.DataFrame = field(default_factory=lambda: _empty(SETUP_CALL_COLUMNS))
     #: Per iteration head (``IterationCap.heads``) whose loop held more instances than the cap:
-    #: (instances read, instances in the export). Empty where nothing was capped.
-    iterations_read: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: (instances analysed, instances in the export, runs they form). Empty where nothing was capped.
+    iterations_read: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     #: ``range_id`` of the iteration instances read only as the lead-in of a run of analysed ones
     #: (``IterationCap``): their ops are real, but they are not iterations to analyse.
     lead_in_ranges: frozenset[int] = frozenset()
@@ -481,10 +490,10 @@ _NO_ID = 2**62
 
 def _cap_iterations(
     con: sqlite3.Connection, tables: set[str], ranges: pd.DataFrame, cap: IterationCap | None
-) -> tuple[pd.DataFrame, _Skip | None, dict[str, tuple[int, int]], frozenset[int]]:
+) -> tuple[pd.DataFrame, _Skip | None, dict[str, tuple[int, int, int]], frozenset[int]]:
     """``ranges`` without the iteration instances ``cap`` leaves out (and the ranges that start
-    inside them), the windows to skip, what was analysed of each capped loop (instances analysed,
-    instances in the export) and the range ids of the lead-in instances."""
+    inside them), the windows to skip, what was analysed of each capped loop
+    (``NsysReport.iterations_read``) and the range ids of the lead-in instances."""
     none: frozenset[int] = frozenset()
     if cap is None or ranges.empty or not cap.heads or cap.cap < 2:
         return ranges, None, {}, none
@@ -515,11 +524,10 @@ def _cap_iterations(
     pos = df.groupby("head", sort=False).cumcount().to_numpy(dtype=np.int64)
     kept = np.zeros(len(df), dtype=bool)
     lead = np.zeros(len(df), dtype=bool)
-    analysed = 0
+    length = cap.run_length
     at = 0
     for m in df.groupby("head", sort=False).size().tolist():  # one loop per capped benchmark
-        firsts, length = cap.layout(m)
-        analysed = len(firsts) * length
+        firsts = cap.layout(m)
         p = pos[at : at + m]
         run = np.searchsorted(firsts, p, side="right") - 1
         kept[at : at + m] = (run >= 0) & (p - firsts[np.maximum(run, 0)] < length)
@@ -542,7 +550,7 @@ def _cap_iterations(
     out = ranges[~inside].reset_index(drop=True)
     out["range_id"] = np.arange(len(out), dtype=np.int64)
     lead_ids = frozenset(np.flatnonzero(is_lead[~inside]).tolist())
-    read = {str(h): (analysed, int(m)) for h, m in over.items()}
+    read = {str(h): (cap.runs * length, int(m), cap.runs) for h, m in over.items()}
     return out, _Skip(con, ws, we) if len(ws) else None, read, lead_ids
 
 
