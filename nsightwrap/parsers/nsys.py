@@ -498,18 +498,19 @@ def _cap_iterations(
     if cap is None or ranges.empty or not cap.heads or cap.cap < 2:
         return ranges, None, {}, none
     paths = ranges["path"].astype(str).tolist()
-    head_of: list[str] = []
-    index_of: list[int] = []
-    for p in paths:
-        head = p.rstrip("0123456789")
-        digits = p[len(head) :]
-        # As iterations.nsys_iterations splits a path; a path it splits otherwise is not capped.
-        ok = digits and head in cap.heads and "\n" not in p and not (head and head[-1].isdecimal())
-        head_of.append(head if ok else "")
-        index_of.append(int(digits) if ok else 0)
-    df = pd.DataFrame({"head": head_of, "index": index_of, "start": ranges["start_ns"].to_numpy(dtype=np.int64),
-                       "end": ranges["end_ns"].astype("float64").to_numpy(), "row": np.arange(len(ranges))})  # fmt: skip
-    df = df[df["head"] != ""]
+    heads = [p.rstrip("0123456789") for p in paths]
+    # As iterations.nsys_iterations splits a path; a path it splits otherwise is not capped.
+    rows = [i for i, (p, h) in enumerate(zip(paths, heads, strict=True))
+            if h in cap.heads and len(h) < len(p) and "\n" not in p and not h[-1:].isdecimal()]  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "head": [heads[i] for i in rows],
+            "index": [int(paths[i][len(heads[i]) :]) for i in rows],
+            "start": ranges["start_ns"].to_numpy(dtype=np.int64)[rows],
+            "end": ranges["end_ns"].astype("float64").to_numpy()[rows],
+            "row": np.asarray(rows, dtype=np.int64),
+        }
+    )
     sizes = df.groupby("head").size()
     over = sizes[sizes > cap.cap]
     if over.empty or not _one_process(con, tables, ranges):
@@ -555,14 +556,14 @@ def _cap_iterations(
 
 
 def _disjoint(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Windows ``[s, e)`` sorted and merged where they overlap."""
+    """Windows ``[s, e)`` sorted and merged where they overlap or touch."""
     o = np.argsort(s, kind="stable")
     s, e = s[o], e[o]
     if not len(s):
         return s, e
     reach = np.maximum.accumulate(e)
     new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] >= reach[:-1]
+    new[1:] = s[1:] > reach[:-1]  # half-open: touching windows merge
     first = np.flatnonzero(new)
     last = np.r_[first[1:], len(s)] - 1
     return s[first], reach[last]
