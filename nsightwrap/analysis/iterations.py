@@ -283,9 +283,9 @@ def nsys_iterations(
     lead_ops = None
     if lead_in:
         lead = iters["range_id"].isin(np.fromiter(lead_in, dtype=np.int64)).to_numpy()
-        spec_of = pd.Series(iters["spec"].to_numpy()[lead], index=iters["range_id"].to_numpy()[lead])
-        la = attribution[attribution["range_id"].isin(spec_of.index)]
-        lead_ops = pd.DataFrame({"op_id": la["op_id"].to_numpy(), "spec": la["range_id"].map(spec_of).to_numpy()})
+        lead_spec = pd.Series(iters["spec"].to_numpy()[lead], index=iters["range_id"].to_numpy()[lead])
+        la = attribution[attribution["range_id"].isin(lead_spec.index)]
+        lead_ops = pd.DataFrame({"op_id": la["op_id"].to_numpy(), "spec": la["range_id"].map(lead_spec).to_numpy()})
         iters = iters[~lead].reset_index(drop=True)
     att = attribution[attribution["range_id"].isin(iters["range_id"])]
     want = _OP_COLUMNS + [c for c in _OP_EXTRA if c in ops]
