@@ -733,8 +733,8 @@ def _read_plain_clock(layout: RunLayout, notes: list[str], read: NsysReader | No
 
 
 #: At most this many iterations of each benchmark's loop are read from the nsys export
-#: (``NSIGHTWRAP_NSYS_ITERATIONS`` sets it; 0 reads every one): evenly spaced over the loop, the
-#: first and last among them. A do_bench call of a fast kernel runs thousands.
+#: (``NSIGHTWRAP_NSYS_ITERATIONS`` sets it; 0 reads every one), in evenly spaced runs over the loop
+#: (``parsers.nsys.IterationCap``). A do_bench call of a fast kernel runs thousands.
 NSYS_ITERATIONS_DEFAULT = 256
 NSYS_ITERATIONS_ENV = "NSIGHTWRAP_NSYS_ITERATIONS"
 
