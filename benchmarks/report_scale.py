@@ -19,7 +19,9 @@ json, junit). Printed: seconds (best of ``--repeat``) and output size per step.
 Then the stored analysis (analysis/store.py), each step in a child process of its own, whose
 peak memory (``ru_maxrss``) is printed beside its time: the first ``report`` (analyse and
 store), then ``report`` in each format from the stored analysis (reading it, then rendering),
-and ``compare RUN RUN --metric ncu`` (both sides read from the store). ``--iters`` sets the
+and ``compare RUN RUN --metric ncu`` (both sides read from the store); ``--first-only``: the
+first ``report`` alone (the nsys iterations it analyses per benchmark: ``NSIGHTWRAP_NSYS_ITERATIONS``,
+docs/nsys-parsing.md). ``--iters`` sets the
 nsys volume per benchmark (the source run has up to about 200 iterations per benchmark);
 ``--target-iters 1136`` repeats them up to a real ``do_bench`` call's (``analysis_speed``'s
 ``REAL_DO_BENCH_ITERS``).
@@ -198,15 +200,15 @@ def _peak_mib(maxrss_mib: float) -> float:
     return maxrss_mib
 
 
-def stored_rows(run: Path, cache: Path) -> list[dict[str, Any]]:
+def stored_rows(run: Path, cache: Path, first_only: bool = False) -> list[dict[str, Any]]:
     """Every ``STORED_STEPS`` step in a child process of its own (the store on, its cache in
-    ``cache``)."""
+    ``cache``); ``first_only``: the first analysis alone."""
     import subprocess
     import sys
 
     env = {**os.environ, "NSIGHTWRAP_ANALYSIS_STORE": "on", "XDG_CACHE_HOME": str(cache)}
     rows = []
-    for name, step in STORED_STEPS:
+    for name, step in STORED_STEPS[:1] if first_only else STORED_STEPS:
         t0 = time.perf_counter()
         p = subprocess.run([sys.executable, "-m", "benchmarks.report_scale", "--child", str(run), step],
                            capture_output=True, text=True, env=env, check=True)  # fmt: skip
@@ -226,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, default=None, help="build the run directory here and keep it")
     ap.add_argument("--reuse", type=Path, default=None, help="measure this run directory (made by --keep)")
     ap.add_argument("--stored-only", action="store_true", help="only the stored-analysis steps (child processes)")
+    ap.add_argument("--first-only", action="store_true",
+                    help="only the first analysis (analyse and store), in a child process")  # fmt: skip
     ap.add_argument("--child", nargs=2, metavar=("RUN", "STEP"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -234,8 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.reuse is not None:
         shutil.rmtree(args.reuse / "analysis", ignore_errors=True)
         with tempfile.TemporaryDirectory(prefix="nsightwrap-scale-") as tmp:
-            rows = [] if args.stored_only else measure(args.reuse, args.repeat, Path(tmp))
-            _print(rows, stored_rows(args.reuse, Path(tmp) / "cache"))
+            rows = [] if args.stored_only or args.first_only else measure(args.reuse, args.repeat, Path(tmp))
+            _print(rows, stored_rows(args.reuse, Path(tmp) / "cache", args.first_only))
         return 0
     with tempfile.TemporaryDirectory(prefix="nsightwrap-scale-") as tmp:
         run = args.keep if args.keep is not None else Path(tmp) / "run"
@@ -245,8 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         held = build_run(run, args.benchmarks, args.iters, args.target_iters)
         built_s = time.perf_counter() - t0
         print(f"run: {json.dumps(held)} (built in {built_s:.1f} s)")
-        rows = [] if args.stored_only else measure(run, args.repeat, Path(tmp))
-        _print(rows, stored_rows(run, Path(tmp) / "cache"))
+        rows = [] if args.stored_only or args.first_only else measure(run, args.repeat, Path(tmp))
+        _print(rows, stored_rows(run, Path(tmp) / "cache", args.first_only))
     return 0
 
 

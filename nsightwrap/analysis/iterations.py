@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -220,6 +220,9 @@ class NsysIterations:
     attribution: pd.DataFrame
     #: ``NsysReport.event_calls`` (event records, stream waits), empty where not read.
     event_calls: pd.DataFrame | None = None
+    #: (``op_id``, ``spec``) of the ops launched in an iteration instance read only as the lead-in
+    #: of a run of analysed ones (``NsysReport.lead_in_ranges``): iteration ops, not analysed.
+    lead_in_ops: pd.DataFrame | None = None
 
 
 _TAIL = re.compile(r"^(.*?)(\d+)$")
@@ -253,8 +256,10 @@ def nsys_iterations(
     attribution: pd.DataFrame,
     specs: Sequence[RangeSpec],
     event_calls: pd.DataFrame | None = None,
+    lead_in: Collection[int] = (),
 ) -> NsysIterations:
-    """Find every benchmark's iteration ranges and the ops launched inside each (one pass)."""
+    """Find every benchmark's iteration ranges and the ops launched inside each (one pass).
+    ``lead_in``: range ids of iteration instances read only as a lead-in (not iterations)."""
     heads = _heads(specs)
     cols = ["range_id", "spec", "iteration", "start_ns", "end_ns", "tid"]
     if ranges.empty or not heads:
@@ -275,6 +280,13 @@ def nsys_iterations(
                 "tid": pd.to_numeric(tid, errors="coerce").to_numpy(dtype=float)[ok],
             }
         ).sort_values(["spec", "iteration", "start_ns"], kind="stable", ignore_index=True)
+    lead_ops = None
+    if lead_in:
+        lead = iters["range_id"].isin(np.fromiter(lead_in, dtype=np.int64)).to_numpy()
+        lead_spec = pd.Series(iters["spec"].to_numpy()[lead], index=iters["range_id"].to_numpy()[lead])
+        la = attribution[attribution["range_id"].isin(lead_spec.index)]
+        lead_ops = pd.DataFrame({"op_id": la["op_id"].to_numpy(), "spec": la["range_id"].map(lead_spec).to_numpy()})
+        iters = iters[~lead].reset_index(drop=True)
     att = attribution[attribution["range_id"].isin(iters["range_id"])]
     want = _OP_COLUMNS + [c for c in _OP_EXTRA if c in ops]
     per = att.merge(ops[want], on="op_id", how="inner")
@@ -282,7 +294,8 @@ def nsys_iterations(
         per["name"] = per["short_name"].where(per["short_name"].notna(), per["name"])
     per["spec"] = per["range_id"].map(pd.Series(iters["spec"].to_numpy(), index=iters["range_id"].to_numpy()))
     return NsysIterations(
-        iters=iters, ops=per, all_ops=ops, ranges=ranges, attribution=attribution, event_calls=event_calls
+        iters=iters, ops=per, all_ops=ops, ranges=ranges, attribution=attribution, event_calls=event_calls,
+        lead_in_ops=lead_ops,
     )
 
 

@@ -10,6 +10,7 @@ ncu numbers, not the report; the default reads in this process (``parsers.ncu.re
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -146,15 +147,17 @@ def analyze(
         ncu = _with_clock_sweep(ncu, layout, manifest, notes, crashes, read_ncu)
         if what_if is not None:
             ncu = what_if.apply(ncu)
-    nsys = _read_nsys(layout, notes, read_nsys)
     sidecars = [(p, read_sidecar_doc(p)) for p in sorted(layout.pass_dir("plain").glob(SIDECAR_GLOB))]
+    specs = [_spec(b, f"{p}: benchmark {i}") for p, d in sidecars for i, b in enumerate(d["benchmarks"])]
+    specs = _merge_specs(specs)
+    # The timed benchmarks' iteration loops are known before the export is read: it reads at most
+    # the cap's iterations of each (parsers.nsys.IterationCap).
+    nsys = _read_nsys(layout, notes, read_nsys, {f"{s.nvtx_path}/{s.iter_prefix}" for s in specs})
     env = environment(
         manifest, layout, next((str(d["torch_version"]) for _, d in sidecars if d.get("torch_version")), None)
     )
     samples = _one_gpu(_read_samples(layout, notes), [d.get("device") for _, d in sidecars], notes)
 
-    specs = [_spec(b, f"{p}: benchmark {i}") for p, d in sidecars for i, b in enumerate(d["benchmarks"])]
-    specs = _merge_specs(specs)
     timer_found = bool(specs)
     if not specs:
         specs = _specs_from_profiles(ncu, nsys)
@@ -169,7 +172,8 @@ def analyze(
     notes += capture_notes(sidecars)
 
     found = (
-        nsys_iterations(nsys.ops, nsys.ranges, nsys.attribution, specs, getattr(nsys, "event_calls", None))
+        nsys_iterations(nsys.ops, nsys.ranges, nsys.attribution, specs, getattr(nsys, "event_calls", None),
+                        getattr(nsys, "lead_in_ranges", ()))  # fmt: skip
         if nsys is not None
         else None
     )
@@ -198,8 +202,9 @@ def analyze(
     results = _reconcile_all(specs, refs, ncu, found, nsys_timers, tolerance=tolerance,
                              ncu_cache_control=env.ncu_cache_control, manifest=manifest, setup_calls=setup,
                              on_sampled=on_sampled, limits=limits, autotune=tuned)  # fmt: skip
-    results = [replace(r, clock=c, notes=(*_clock_note(r, c), *pn, *r.notes))
-               for r, c, pn in zip(results, clocks, pace_notes, strict=True)]  # fmt: skip
+    read_notes = _iterations_read_notes(specs, getattr(nsys, "iterations_read", None) or {})
+    results = [replace(r, clock=c, notes=(*_clock_note(r, c), *pn, *r.notes, *rn))
+               for r, c, pn, rn in zip(results, clocks, pace_notes, read_notes, strict=True)]  # fmt: skip
     results = finish_results(results, specs, sidecars, tolerance, ncu, env.ncu_cache_control)
     return attach_power(attach_rooflines(RunResult(
         run_dir=str(run_dir),
@@ -734,7 +739,52 @@ def _read_plain_clock(layout: RunLayout, notes: list[str], read: NsysReader | No
         return None
 
 
-def _read_nsys(layout: RunLayout, notes: list[str], read: NsysReader | None = None) -> Any:
+#: At most this many iterations of each benchmark's loop are read from the nsys export
+#: (``NSIGHTWRAP_NSYS_ITERATIONS`` sets it; 0 reads every one), in evenly spaced runs over the loop
+#: (``parsers.nsys.IterationCap``). A do_bench call of a fast kernel runs thousands.
+NSYS_ITERATIONS_DEFAULT = 256
+NSYS_ITERATIONS_ENV = "NSIGHTWRAP_NSYS_ITERATIONS"
+
+
+def nsys_iteration_cap() -> int | None:
+    """The cap on nsys iterations read per benchmark (None: every one), from the environment."""
+    raw = os.environ.get(NSYS_ITERATIONS_ENV, "").strip()
+    if not raw:
+        return NSYS_ITERATIONS_DEFAULT
+    try:
+        cap = int(raw)
+    except ValueError:
+        cap = -1
+    if cap == 0:
+        return None
+    if cap < 2:
+        raise UsageError(
+            f"{NSYS_ITERATIONS_ENV}={raw} is not a number of iterations",
+            hint=f"set it to 2 or more, or 0 to read every iteration (default {NSYS_ITERATIONS_DEFAULT})",
+        )
+    return cap
+
+
+def _iterations_read_notes(
+    specs: Sequence[BenchmarkSpec], read: Mapping[str, tuple[int, int, int]]
+) -> list[tuple[str, ...]]:
+    """Per benchmark, the note saying how many of its nsys iterations were analysed, where capped."""
+    out: list[tuple[str, ...]] = []
+    for s in specs:
+        got = read.get(f"{s.nvtx_path}/{s.iter_prefix}")
+        if not got:
+            out.append(())
+            continue
+        analysed, total, runs = got
+        how = "evenly spaced" if runs == analysed else f"{runs} evenly spaced runs of {analysed // runs}"
+        out.append((f"nsys iterations analysed: {analysed:,} of {total:,} ({how} over the loop; "
+                    f"{NSYS_ITERATIONS_ENV}=0 analyses every one)",))  # fmt: skip
+    return out
+
+
+def _read_nsys(
+    layout: RunLayout, notes: list[str], read: NsysReader | None = None, heads: set[str] | None = None
+) -> Any:
     if not layout.nsys_sqlite.is_file():
         if layout.nsys_rep.is_file():
             notes.append("nsys/report.nsys-rep has no SQLite export: run nsys export --type sqlite on it")
@@ -743,9 +793,12 @@ def _read_nsys(layout: RunLayout, notes: list[str], read: NsysReader | None = No
         return None
     if read is not None:
         return read(layout.nsys_sqlite)
-    from nsightwrap.parsers.nsys import read_nsys
+    from nsightwrap.parsers.nsys import IterationCap, read_nsys
 
-    return read_nsys(layout.nsys_sqlite)
+    cap = nsys_iteration_cap()
+    return read_nsys(
+        layout.nsys_sqlite, iterations=IterationCap(frozenset(heads), cap) if heads and cap is not None else None
+    )
 
 
 def _one_gpu(samples: pd.DataFrame | None, devices: Sequence[Any], notes: list[str]) -> pd.DataFrame | None:

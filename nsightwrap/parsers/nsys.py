@@ -101,6 +101,37 @@ GPU_CLOCK_COLUMNS = ["t_ns", "gpu", "gpc_clock_hz"]
 GPC_CLOCK_METRIC = "GPC Clock Frequency%"
 
 
+@dataclass(frozen=True)
+class IterationCap:
+    """At most ``cap`` instances of each iteration range ``<head><i>`` (``head`` among ``heads``:
+    a benchmark's ``<nvtx_path>/<iter_prefix>``) are analysed: runs of ``cap // 64`` consecutive
+    instances (at least one), as many as fit in ``cap``, evenly spaced over the loop by index, the
+    first run at its start and the last at its end. The instance before each run is read too, as its lead-in (the
+    stream's previous op, the start event's record: a host ahead of the GPU queued them there)
+    and not analysed (``NsysReport.lead_in_ranges``). The other instances, from their start to the
+    loop's next instance (what runs between iterations goes with them), are not read: neither the
+    ranges that start there, nor the CUDA calls made there, nor their GPU ops."""
+
+    heads: frozenset[str]
+    cap: int
+
+    @property
+    def run_length(self) -> int:
+        """Consecutive instances per run (each run costs one lead-in instance more)."""
+        return max(1, self.cap // 64)
+
+    @property
+    def runs(self) -> int:
+        """Runs per loop."""
+        return self.cap // self.run_length
+
+    def layout(self, n: int) -> np.ndarray:
+        """For a loop of ``n > cap`` instances, the first position of each run: evenly spaced, in
+        integer arithmetic (the same choice on every machine), the last run ending at ``n - 1``.
+        Runs never overlap: their spacing is at least ``(n - length) // (runs - 1) >= length``."""
+        return (np.arange(self.runs, dtype=np.int64) * (n - self.run_length)) // max(self.runs - 1, 1)
+
+
 @dataclass(frozen=True, eq=False)
 class NsysReport:
     """One nsys capture: GPU ops, NVTX ranges and which ranges each op belongs to."""
@@ -122,6 +153,12 @@ class NsysReport:
     #: kernel lookups, graph instantiation, allocations), one row each (``SETUP_CALL_COLUMNS``),
     #: sorted by thread and start; what a first use costs on the host.
     setup_calls: pd.DataFrame = field(default_factory=lambda: _empty(SETUP_CALL_COLUMNS))
+    #: Per iteration head (``IterationCap.heads``) whose loop held more instances than the cap:
+    #: (instances analysed, instances in the export, runs they form). Empty where nothing was capped.
+    iterations_read: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    #: ``range_id`` of the iteration instances read only as the lead-in of a run of analysed ones
+    #: (``IterationCap``): their ops are real, but they are not iterations to analyse.
+    lead_in_ranges: frozenset[int] = frozenset()
 
     def __repr__(self) -> str:
         return (
@@ -135,12 +172,15 @@ class NsysReport:
         return not self.ranges.empty
 
 
-def read_nsys(path: str | Path, *, detail: bool = True) -> NsysReport:
+def read_nsys(path: str | Path, *, detail: bool = True, iterations: IterationCap | None = None) -> NsysReport:
     """Read an nsys ``.sqlite`` export (or ``.sqlite.gz``); raise InputNotFound / ReportParseError on bad input.
 
     ``detail=False`` reads only what timing and attribution need (kind, times, correlation,
     launch thread and time; range names, kinds and threads): ops' names, shapes, streams and
     API names are then NA. It reads large captures about a third faster.
+    ``iterations``: read at most ``cap`` instances of each benchmark's iteration range
+    (``IterationCap``; ``iterations_read`` says which loops were cut): the NVTX ranges are read
+    first, and SQLite itself leaves out the calls and ops of the others.
     """
     p = unpacked(path)
     with named_as(path, p), _open(p) as con:
@@ -152,13 +192,14 @@ def read_nsys(path: str | Path, *, detail: bool = True) -> NsysReport:
                     f"or NVTX_EVENTS table); {REEXPORT}"
                 )
             strings = _Strings(con, tables)
+            ranges = _read_ranges(con, tables, detail)
+            ranges, skip, read, lead_in = _cap_iterations(con, tables, ranges, iterations)
             names = _CallNames(con, tables, detail)
-            calls = _Calls(con, names.all(), _columns(con, RUNTIME) if RUNTIME in tables else set())
+            calls = _Calls(con, names, _columns(con, RUNTIME) if RUNTIME in tables else set(), skip)
             events = _read_event_calls(con, tables, names, calls) if detail else _empty(EVENT_CALL_COLUMNS)
             setup = _read_setup_calls(con, tables, strings, names, calls) if detail else _empty(SETUP_CALL_COLUMNS)
             calls.keep(names.launches)  # the rest is read: its rows need not stay while the ops are read
             ops = _read_ops(con, tables, strings, detail, names, calls)
-            ranges = _read_ranges(con, tables, detail)
             meta = _read_meta(con, tables)
             clock = _read_gpu_clock(con, tables)
         except sqlite3.DatabaseError as exc:
@@ -171,7 +212,7 @@ def read_nsys(path: str | Path, *, detail: bool = True) -> NsysReport:
             ) from exc
     return NsysReport(
         path=p, ops=ops, ranges=ranges, attribution=attribute(ops, ranges), meta=meta, event_calls=events,
-        gpu_clock=clock, setup_calls=setup,
+        gpu_clock=clock, setup_calls=setup, iterations_read=read, lead_in_ranges=lead_in,
     )
 
 
@@ -354,15 +395,28 @@ class _Calls:
     COLUMNS = {"nameId": "nameId", "globalTid": "globalTid", "start": "start", "end": "end",
                "correlationId": "correlationId"}  # fmt: skip
 
-    def __init__(self, con: sqlite3.Connection, ids: set[int], rcols: set[str]) -> None:
+    def __init__(
+        self, con: sqlite3.Connection, names: _CallNames, rcols: set[str], skip: _Skip | None = None
+    ) -> None:
+        ids = names.all()
         cols = [c for c in self.COLUMNS if c in rcols]
         self._cols = cols
+        #: SQL condition an activity table's rows must meet: its op's launch call was read
+        #: (``_Skip.op_condition``); empty where every op is read.
+        self.op_condition = ""
         if not ids or "nameId" not in cols:
             self._rows = np.empty((0, len(cols)), dtype=np.int64)
             return
-        select = ", ".join(f"IFNULL([{c}], {_NULL})" for c in cols)
-        rows = con.execute(f"SELECT {select} FROM {RUNTIME} WHERE nameId IN ({','.join(map(str, sorted(ids)))})")
+        select = ", ".join(f"IFNULL(r.[{c}], {_NULL})" for c in cols)
+        where = f"r.nameId IN ({','.join(map(str, sorted(ids)))})"
+        if skip is not None:
+            where += f" AND {skip.call_condition('r.start')}"
+        rows = con.execute(f"SELECT {select} FROM {RUNTIME} r WHERE {where}")
         self._rows = _matrix(rows.fetchall(), len(cols), False)
+        if skip is not None and {"start", "correlationId"} <= set(cols):
+            self.op_condition = skip.op_condition(
+                con, self._rows[:, cols.index("start")], self._rows[:, cols.index("correlationId")]
+            )
 
     def keep(self, ids: Iterable[int]) -> None:
         """Drop every row but the calls whose nameId is among ``ids``."""
@@ -376,6 +430,155 @@ class _Calls:
             return _frame(self._rows, names)
         sub = self._rows[np.isin(self._rows[:, self._cols.index("nameId")], np.fromiter(ids, dtype=np.int64))]
         return _frame(sub[:, [self._cols.index(exprs[a]) for a in names]], names)
+
+
+class _Skip:
+    """The host-time windows of the iteration instances ``IterationCap`` leaves out, as SQLite
+    conditions: a CUDA call is read unless it started inside one (``[start, end)``, as
+    ``attribute`` has it), and a GPU op unless its correlationId lies between the ids of the calls
+    read just before and just after such a window. Correlation ids count the CUDA calls of a
+    process in the order they were made, so the ids a window's calls took lie in that gap; a
+    capture of one process only is capped (``_cap_iterations``). An op whose launch call is read
+    after all finds it (``_join_launches``)."""
+
+    def __init__(self, con: sqlite3.Connection, starts: np.ndarray, ends: np.ndarray) -> None:
+        # Disjoint, sorted windows: the one holding t, if any, is the last one starting at or before t.
+        self.starts, self.ends = starts, ends
+        con.execute("CREATE TEMP TABLE nw_skip (s INTEGER PRIMARY KEY, e INTEGER NOT NULL)")
+        con.executemany("INSERT INTO temp.nw_skip VALUES (?, ?)", zip(starts.tolist(), ends.tolist(), strict=True))
+
+    @staticmethod
+    def call_condition(start: str) -> str:
+        """True where a call starting at ``start`` lies in no window (a B-tree search per row)."""
+        return f"NOT IFNULL((SELECT w.e FROM temp.nw_skip w WHERE w.s <= {start} ORDER BY w.s DESC LIMIT 1) > {start}, 0)"
+
+    def op_condition(self, con: sqlite3.Connection, start: np.ndarray, corr: np.ndarray) -> str:
+        """The condition an activity table's row must meet (``{table}`` stands for its name),
+        from the calls read (``start``, ``corr``: their host starts and correlation ids)."""
+        if not len(start):
+            return ""
+        order = np.argsort(start, kind="stable")
+        t = start[order]
+        c = corr[order]
+        # Per window: the highest id of a call read before it, the lowest of one read after it.
+        below = np.maximum.accumulate(np.where(c == _NULL, -1, c))
+        above = np.minimum.accumulate(np.where(c == _NULL, _NO_ID, c)[::-1])[::-1]
+        i = np.searchsorted(t, self.starts, side="left") - 1
+        j = np.searchsorted(t, self.ends, side="left")
+        lo = np.where(i >= 0, below[np.maximum(i, 0)], -1)
+        hi = np.where(j < len(t), above[np.minimum(j, len(t) - 1)], _NO_ID)
+        # Gaps in id order, overlapping ones merged (windows with no call read between them).
+        o = np.argsort(lo, kind="stable")
+        lo, hi = lo[o], hi[o]
+        reach = np.maximum.accumulate(hi)
+        new = np.ones(len(lo), dtype=bool)
+        new[1:] = lo[1:] >= reach[:-1]
+        first = np.flatnonzero(new)
+        last = np.r_[first[1:], len(lo)] - 1
+        con.execute("CREATE TEMP TABLE nw_ids (lo INTEGER PRIMARY KEY, hi INTEGER NOT NULL)")
+        con.executemany(
+            "INSERT INTO temp.nw_ids VALUES (?, ?)", zip(lo[first].tolist(), reach[last].tolist(), strict=True)
+        )
+        return (
+            "NOT IFNULL((SELECT g.hi FROM temp.nw_ids g WHERE g.lo < [{table}].correlationId "
+            "ORDER BY g.lo DESC LIMIT 1) > [{table}].correlationId, 0)"
+        )
+
+
+#: Above every correlation id (32-bit in CUPTI).
+_NO_ID = 2**62
+
+
+def _cap_iterations(
+    con: sqlite3.Connection, tables: set[str], ranges: pd.DataFrame, cap: IterationCap | None
+) -> tuple[pd.DataFrame, _Skip | None, dict[str, tuple[int, int, int]], frozenset[int]]:
+    """``ranges`` without the iteration instances ``cap`` leaves out (and the ranges that start
+    inside them), the windows to skip, what was analysed of each capped loop
+    (``NsysReport.iterations_read``) and the range ids of the lead-in instances."""
+    none: frozenset[int] = frozenset()
+    if cap is None or ranges.empty or not cap.heads or cap.cap < 2:
+        return ranges, None, {}, none
+    paths = ranges["path"].astype(str).tolist()
+    heads = [p.rstrip("0123456789") for p in paths]
+    # As iterations.nsys_iterations splits a path; a path it splits otherwise is not capped.
+    rows = [i for i, (p, h) in enumerate(zip(paths, heads, strict=True))
+            if h in cap.heads and len(h) < len(p) and "\n" not in p and not h[-1:].isdecimal()]  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "head": [heads[i] for i in rows],
+            "index": [int(paths[i][len(heads[i]) :]) for i in rows],
+            "start": ranges["start_ns"].to_numpy(dtype=np.int64)[rows],
+            "end": ranges["end_ns"].astype("float64").to_numpy()[rows],
+            "row": np.asarray(rows, dtype=np.int64),
+        }
+    )
+    sizes = df.groupby("head").size()
+    over = sizes[sizes > cap.cap]
+    if over.empty or not _one_process(con, tables, ranges):
+        return ranges, None, {}, none
+    df = df[df["head"].isin(over.index)].sort_values(["head", "index", "start"], kind="stable")
+    if df["end"].isna().any():  # an iteration never closed: its loop is read whole
+        open_heads = set(df.loc[df["end"].isna(), "head"])
+        df = df[~df["head"].isin(open_heads)]
+        over = over.drop(list(open_heads))
+        if over.empty:
+            return ranges, None, {}, none
+    pos = df.groupby("head", sort=False).cumcount().to_numpy(dtype=np.int64)
+    kept = np.zeros(len(df), dtype=bool)
+    lead = np.zeros(len(df), dtype=bool)
+    length = cap.run_length
+    at = 0
+    for m in df.groupby("head", sort=False).size().tolist():  # one loop per capped benchmark
+        firsts = cap.layout(m)
+        p = pos[at : at + m]
+        run = np.searchsorted(firsts, p, side="right") - 1
+        kept[at : at + m] = (run >= 0) & (p - firsts[np.maximum(run, 0)] < length)
+        lead[at : at + m] = np.isin(p + 1, firsts[firsts > 0])
+        at += m
+    lead &= ~kept
+    # An instance left out takes with it what follows it up to the loop's next instance (the
+    # flush, the event records and the like between iterations), so that what is read keeps the
+    # loop's proportions; the last instance in time keeps what follows it.
+    by_time = df.assign(_gone=~kept & ~lead).sort_values(["head", "start"], kind="stable")
+    nxt = by_time.groupby("head", sort=False)["start"].shift(-1)
+    until = nxt.fillna(by_time["end"]).to_numpy(dtype=np.int64)
+    gone = by_time["_gone"].to_numpy()
+    ws, we = _disjoint(by_time["start"].to_numpy(dtype=np.int64)[gone], until[gone])
+    t = ranges["start_ns"].to_numpy(dtype=np.int64)
+    w = np.searchsorted(ws, t, side="right") - 1
+    inside = (w >= 0) & (t < we[np.maximum(w, 0)]) if len(ws) else np.zeros(len(t), dtype=bool)
+    is_lead = np.zeros(len(ranges), dtype=bool)
+    is_lead[df["row"].to_numpy()[lead]] = True
+    out = ranges[~inside].reset_index(drop=True)
+    out["range_id"] = np.arange(len(out), dtype=np.int64)
+    lead_ids = frozenset(np.flatnonzero(is_lead[~inside]).tolist())
+    read = {str(h): (cap.runs * length, int(m), cap.runs) for h, m in over.items()}
+    return out, _Skip(con, ws, we) if len(ws) else None, read, lead_ids
+
+
+def _disjoint(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Windows ``[s, e)`` sorted and merged where they overlap or touch."""
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], e[o]
+    if not len(s):
+        return s, e
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > reach[:-1]  # half-open: touching windows merge
+    first = np.flatnonzero(new)
+    last = np.r_[first[1:], len(s)] - 1
+    return s[first], reach[last]
+
+
+def _one_process(con: sqlite3.Connection, tables: set[str], ranges: pd.DataFrame) -> bool:
+    """Whether the NVTX ranges and every GPU op come from one process (``_Skip`` needs it)."""
+    pids = set(np.right_shift(ranges["global_tid"].dropna().to_numpy(dtype=np.int64), _PID_SHIFT).tolist())
+    for table in ACTIVITY_TABLES:
+        if table in tables and "globalPid" in _columns(con, table):
+            lo, hi = con.execute(f"SELECT MIN(globalPid), MAX(globalPid) FROM [{table}]").fetchone()
+            if lo is not None:
+                pids |= {int(lo) >> _PID_SHIFT, int(hi) >> _PID_SHIFT}
+    return len(pids) <= 1
 
 
 class _Strings:
@@ -407,7 +610,7 @@ def _read_ops(
     present = [
         (t, k) for t, k in ((KERNEL, "kernel"), (MEMCPY, "memcpy"), (MEMSET, "memset"), (GRAPH, "graph"))
     ]
-    parts = [_read_activity(con, t, k, strings, detail) for t, k in present if t in tables]
+    parts = [_read_activity(con, t, k, strings, detail, calls.op_condition) for t, k in present if t in tables]
     parts = [p for p in parts if not p.empty]
     if not parts:
         return _empty(OP_COLUMNS)
@@ -422,7 +625,7 @@ def _read_ops(
 
 
 def _read_activity(
-    con: sqlite3.Connection, table: str, kind: str, strings: _Strings, detail: bool
+    con: sqlite3.Connection, table: str, kind: str, strings: _Strings, detail: bool, condition: str = ""
 ) -> pd.DataFrame:
     cols = _columns(con, table)
     if not {"start", "end"} <= cols:
@@ -457,7 +660,10 @@ def _read_activity(
         if lo is not None and lo == hi:
             single_pid = int(lo)
             del exprs["global_pid"]
-    df = _query(con, exprs, f"FROM [{table}] WHERE start IS NOT NULL AND end IS NOT NULL")
+    where = "start IS NOT NULL AND end IS NOT NULL"
+    if condition and "correlationId" in cols:
+        where += " AND " + condition.replace("{table}", table)
+    df = _query(con, exprs, f"FROM [{table}] WHERE {where}")
     if df.empty:
         return _empty(OP_COLUMNS)
     if single_pid is not None:

@@ -93,7 +93,10 @@ def _timing_streams(found: NsysIterations, specs: Sequence[Any]) -> dict[int, tu
             # The benchmark of each range before the join: one lookup per range, not per op.
             bench = bench.assign(spec=bench["path"].astype(str).map(paths))[["range_id", "spec"]]
             pairs = att.merge(bench, on="range_id")[["op_id", "spec"]]
-            inside = found.ops[["op_id", "spec"]].drop_duplicates()
+            inside = found.ops[["op_id", "spec"]]
+            if found.lead_in_ops is not None:  # iteration ops too, read as a lead-in only
+                inside = pd.concat([inside, found.lead_in_ops], ignore_index=True)
+            inside = inside.drop_duplicates()
             pairs = pairs.merge(inside.assign(_in=True), on=["op_id", "spec"], how="left")
             outside = pairs[pairs["_in"].isna()][["op_id", "spec"]]
             if len(outside):
