@@ -116,60 +116,61 @@ def arrays_path(path: Path) -> Path:
 
 # ----------------------------------------------------------------------------- the arrays file
 
-#: A list kept in the arrays file reads in the document as ``{"$f": [start, count]}`` (floats) or
-#: ``{"$i": [start, count]}`` (integers): where its numbers begin in that array, and how many.
-_REF_F, _REF_I = "$f", "$i"
+#: A list kept in the arrays file is null in the document; the document's ``arrays.lists`` says
+#: where each goes: ``[path, kind, start, count]``, ``path`` the keys and list positions down to
+#: it, ``kind`` ``f`` (its numbers are floats) or ``i`` (integers), ``start`` where they begin in
+#: that array. Read back by walking those paths alone, not the whole document.
 _INT64 = (-(2**63), 2**63 - 1)
+Ref = tuple[list[str | int], str, int, int]
 
 
-def split_arrays(doc: Any) -> tuple[Any, list[float], list[int]]:
+def split_arrays(doc: Any) -> tuple[Any, list[Ref], list[float], list[int]]:
     """``doc`` with every list of ``ARRAY_MIN`` or more numbers, all floats or all integers (not
-    bools), replaced by a reference, and those numbers in order (floats, integers). A list with a
-    null, a bool or both kinds of number stays in the document, so what is read back is the same
-    JSON, number for number."""
+    bools), replaced by null; where each was; and their numbers in order (floats, integers). A
+    list with a null, a bool or both kinds of number stays in the document, so what is read back
+    is the same JSON, number for number."""
     floats: list[float] = []
     ints: list[int] = []
+    refs: list[Ref] = []
 
-    def walk(v: Any) -> Any:
+    def walk(v: Any, path: list[str | int]) -> Any:
         if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
+            return {k: walk(x, [*path, k]) for k, x in v.items()}
         if isinstance(v, list):
             if len(v) >= ARRAY_MIN:
                 kinds = set(map(type, v))
                 if kinds == {float}:
+                    refs.append((path, "f", len(floats), len(v)))
                     floats.extend(v)
-                    return {_REF_F: [len(floats) - len(v), len(v)]}
+                    return None
                 if kinds == {int} and _INT64[0] <= min(v) and max(v) <= _INT64[1]:
+                    refs.append((path, "i", len(ints), len(v)))
                     ints.extend(v)
-                    return {_REF_I: [len(ints) - len(v), len(v)]}
-            return [walk(x) for x in v]
+                    return None
+            return [walk(x, [*path, i]) for i, x in enumerate(v)]
         return v
 
-    return walk(doc), floats, ints
+    return walk(doc, []), refs, floats, ints
 
 
-def join_arrays(doc: Any, floats: list[float], ints: list[int]) -> Any:
-    """The inverse of ``split_arrays``; ValueError where a reference points past the arrays."""
-
-    def take(src: list[Any], ref: Any) -> list[Any]:
-        if not (isinstance(ref, list) and len(ref) == 2 and all(type(x) is int and x >= 0 for x in ref)
-                and ref[0] + ref[1] <= len(src)):  # fmt: skip
-            raise ValueError(f"a reference past the stored arrays: {ref!r}")
-        return src[ref[0] : ref[0] + ref[1]]
-
-    def walk(v: Any) -> Any:
-        if isinstance(v, dict):
-            if len(v) == 1:
-                if _REF_F in v:
-                    return take(floats, v[_REF_F])
-                if _REF_I in v:
-                    return take(ints, v[_REF_I])
-            return {k: walk(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [walk(x) for x in v]
-        return v
-
-    return walk(doc)
+def join_arrays(doc: Any, refs: Any, floats: list[float], ints: list[int]) -> Any:
+    """The inverse of ``split_arrays`` (``doc`` filled in place); ValueError (or KeyError,
+    IndexError, TypeError) where a reference does not fit the document or the arrays."""
+    if not isinstance(refs, list):
+        raise ValueError("no list of the stored arrays")
+    for path, kind, start, count in refs:
+        src = floats if kind == "f" else ints if kind == "i" else None
+        if src is None or type(start) is not int or type(count) is not int or start < 0 or start + count > len(src):
+            raise ValueError(f"a reference past the stored arrays: {path!r}")
+        if not path:
+            raise ValueError("a stored array in place of the document")
+        at = doc
+        for key in path[:-1]:
+            at = at[key]
+        if at[path[-1]] is not None:
+            raise ValueError(f"a stored array in place of a value: {path!r}")
+        at[path[-1]] = src[start : start + count]
+    return doc
 
 
 def _arrays_bytes(floats: list[float], ints: list[int], token: str) -> bytes:
@@ -319,7 +320,7 @@ def read_stored(path: Path) -> dict[str, Any] | None:
 def write_stored(run_dir: Path, key: StoreKey, inputs: Mapping[str, Any], report: Mapping[str, Any]) -> Path | None:
     """Store ``report`` with what it was computed from: in the run directory, else (not writable)
     in the user's cache. Returns where, or None where neither could be written."""
-    small, floats, ints = split_arrays(report)
+    small, refs, floats, ints = split_arrays(report)
     token = uuid.uuid4().hex
     doc = {
         "format": STORE_FORMAT,
@@ -331,7 +332,7 @@ def write_stored(run_dir: Path, key: StoreKey, inputs: Mapping[str, Any], report
         "settings": key.as_dict(),
         "inputs": dict(inputs),
         "outside": outside_inputs(key),
-        "arrays": {"token": token, "floats": len(floats), "ints": len(ints)},
+        "arrays": {"token": token, "floats": len(floats), "ints": len(ints), "lists": refs},
         "report": small,
     }
     # Level 1: the document is mostly numbers; a higher level costs seconds on a large run and
@@ -369,7 +370,7 @@ def _with_arrays(doc: Mapping[str, Any], path: Path) -> Any:
     if not isinstance(meta, Mapping):
         raise ValueError("no record of the arrays file")
     floats, ints = read_arrays(arrays_path(path), str(meta.get("token")), (meta.get("floats"), meta.get("ints")))
-    return join_arrays(doc["report"], floats, ints)
+    return join_arrays(doc["report"], meta.get("lists"), floats, ints)
 
 
 def _when(doc: Mapping[str, Any]) -> str:

@@ -232,13 +232,17 @@ def _tuples(v: Any) -> Any:
     return v
 
 
-def _build(cls: Any, d: Mapping[str, Any]) -> Any:
+def _build(cls: Any, d: Mapping[str, Any], **given: Any) -> Any:
+    """``cls`` from the fields of ``d`` it has (lists made tuples, objects dicts), and ``given``."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS.setdefault(cls, tuple(fld.name for fld in fields(cls)))
     kw = {}
-    for fld in fields(cls):
-        if fld.name in d:
-            v = d[fld.name]
-            kw[fld.name] = dict(v) if isinstance(v, Mapping) else _tuples(v)
-    return cls(**kw)
+    for name in names:
+        if name in d and name not in given:
+            v = d[name]
+            kw[name] = dict(v) if isinstance(v, Mapping) else _tuples(v)
+    return cls(**kw, **given)
 
 
 def _nan(v: Any) -> float:
@@ -253,8 +257,10 @@ def _bench(d: Mapping[str, Any]) -> BenchmarkResult:
             t["sample_clock_hz"] = expand_runs(t["sample_clock_runs"])
             if t["sample_clock_hz"] is None:
                 raise ValueError("field 'timer/sample_clock_runs' must be a list of [clock, count] pairs")
-        if t.get("sample_clock_hz") is not None:
-            t["sample_clock_hz"] = [_nan(v) for v in t["sample_clock_hz"]]
+        clocks = t.get("sample_clock_hz")
+        if clocks is not None:
+            # NaN is written as null; a list without one is made floats at C speed.
+            t["sample_clock_hz"] = [_nan(v) for v in clocks] if None in clocks else list(map(float, clocks))
         timer = _build(TimerStats, t)
     ncu = None
     if d.get("ncu") is not None:
@@ -296,8 +302,7 @@ def _bench(d: Mapping[str, Any]) -> BenchmarkResult:
 
 
 def _kernel(d: Mapping[str, Any]) -> KernelTiming:
-    k = _build(KernelTiming, d)
-    return KernelTiming(**{**asdict(k), "clock_model": ClockModel(d["clock_model"])})
+    return _build(KernelTiming, d, clock_model=ClockModel(d["clock_model"]))
 
 
 # ------------------------------------------------------------------ report sections read back
