@@ -109,7 +109,7 @@ def summary_only(doc: dict[str, Any]) -> dict[str, Any]:
     ``roofline.kernels`` and the clock part's per-kernel ``evidence.kernels``. Kept: every
     summary figure, and the samples ``compare`` reads (timer samples and their clocks, ncu's
     per-iteration sums, energy samples), the timer's samples rounded to 0.1 ns (``SAMPLE_NS_DIGITS``)
-    and its per-sample clocks packed as ``sample_clock_runs`` (``[clock, count]`` pairs)."""
+    as a histogram (``sample_runs``) with their clocks in its order (``sample_clock_runs``)."""
     from nsightwrap.compare.sides import elasticity_of
 
     out = {k: v for k, v in doc.items() if k != "clock_trace"}
@@ -146,17 +146,41 @@ SAMPLE_NS_DIGITS = 1
 
 
 def _packed_timer(t: dict[str, Any]) -> dict[str, Any]:
-    """A timer block with its samples rounded to ``SAMPLE_NS_DIGITS`` and its per-sample clocks
-    as ``[clock, count]`` runs: written in full, the two were three quarters of a default report
-    JSON (``254015.99192991853`` where ``254016.0`` says as much)."""
+    """A timer block with its samples as a histogram: ``sample_runs``, ``[value, count]`` pairs of
+    the samples rounded to ``SAMPLE_NS_DIGITS`` in ascending order (``samples_ns`` null), and the
+    per-sample clocks as ``[clock, count]`` runs in that same order. A timer resolves a few
+    hundred distinct values (CUDA events: about 0.5 us steps), so a thousand samples take a few
+    hundred bytes; a list holding a null (NaN) keeps the version 4 form (rounded, in order)."""
     t = dict(t)
-    if isinstance(t.get("samples_ns"), list):
-        t["samples_ns"] = [v if v is None else round(v, SAMPLE_NS_DIGITS) for v in t["samples_ns"]]
+    samples = t.get("samples_ns")
     clocks = t.get("sample_clock_hz")
-    if isinstance(clocks, list) and clocks:
+    if not isinstance(samples, list):
+        return t
+    if None in samples:
+        t["samples_ns"] = [v if v is None else round(v, SAMPLE_NS_DIGITS) for v in samples]
+        if isinstance(clocks, list) and clocks:
+            t["sample_clock_hz"] = None
+            t["sample_clock_runs"] = value_runs(clocks)
+        return t
+    rounded = [round(v, SAMPLE_NS_DIGITS) for v in samples]
+    t["samples_ns"] = None
+    if isinstance(clocks, list) and len(clocks) == len(rounded):
+        # Each sample keeps its own clock: sorted as (value, clock) pairs, a missing clock last.
+        pairs = sorted(zip(rounded, clocks, strict=True), key=lambda p: (p[0], p[1] is None, p[1] or 0.0))
+        t["sample_runs"] = value_runs([v for v, _ in pairs])
         t["sample_clock_hz"] = None
-        t["sample_clock_runs"] = value_runs(clocks)
+        t["sample_clock_runs"] = value_runs([c for _, c in pairs])
+    else:
+        t["sample_runs"] = value_runs(sorted(rounded))
     return t
+
+
+def timer_samples(t: Mapping[str, Any]) -> Any:
+    """A timer block's samples: ``samples_ns``, else its ``sample_runs`` expanded (version 5's
+    default report JSON: ascending order); None where neither is a list (of pairs)."""
+    if t.get("samples_ns") is None and t.get("sample_runs") is not None:
+        return expand_runs(t["sample_runs"])
+    return t.get("samples_ns")
 
 
 def summary_dict(result: RunResult) -> dict[str, Any]:
@@ -253,6 +277,10 @@ def _bench(d: Mapping[str, Any]) -> BenchmarkResult:
     timer = None
     if d.get("timer") is not None:
         t = dict(d["timer"])
+        if t.get("samples_ns") is None and t.get("sample_runs") is not None:
+            t["samples_ns"] = timer_samples(t)
+            if t["samples_ns"] is None:
+                raise ValueError("field 'timer/sample_runs' must be a list of [value, count] pairs")
         if t.get("sample_clock_hz") is None and t.get("sample_clock_runs") is not None:
             t["sample_clock_hz"] = expand_runs(t["sample_clock_runs"])
             if t["sample_clock_hz"] is None:
