@@ -55,7 +55,7 @@ def test_default_json_packs_clocks_and_reads_and_compares_as_the_full_one() -> N
     for s, f in timed:
         assert s["samples_ns"] is None and s["sample_clock_hz"] is None
         assert [v for v, _ in s["sample_runs"]] == sorted({round(v, 1) for v in f["samples_ns"]})
-        pairs = sorted(zip((round(v, 1) for v in f["samples_ns"]), f["sample_clock_hz"] or [None] * len(f["samples_ns"])),
+        pairs = sorted(zip((round(v, 1) for v in f["samples_ns"]), f["sample_clock_hz"] or [None] * len(f["samples_ns"]), strict=True),
                        key=lambda p: (p[0], p[1] is None, p[1] or 0.0))  # fmt: skip
         assert samples_of(s) == [v for v, _ in pairs]  # every sample, rounded, in ascending order
         if f["sample_clock_hz"]:
@@ -68,7 +68,7 @@ def test_default_json_packs_clocks_and_reads_and_compares_as_the_full_one() -> N
     ]
 
     def pairs_of(r: object) -> list:
-        return [sorted(zip(b.timer.samples_ns, b.timer.sample_clock_hz or (None,) * len(b.timer.samples_ns)),
+        return [sorted(zip(b.timer.samples_ns, b.timer.sample_clock_hz or (None,) * len(b.timer.samples_ns), strict=True),
                        key=lambda p: (p[0], p[1] is None, p[1] or 0.0)) if b.timer else None
                 for b in r.benchmarks]  # type: ignore[attr-defined]  # fmt: skip
 
