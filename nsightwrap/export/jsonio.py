@@ -377,8 +377,9 @@ def _bench(d: Mapping[str, Any]) -> BenchmarkResult:
             if t["sample_clock_hz"] is None:
                 raise ValueError("field 'timer/sample_clock_runs' must be a list of [clock, count] pairs")
         clocks = t.get("sample_clock_hz")
-        if clocks is not None:
-            # NaN is written as null; a list without one is made floats at C speed.
+        if clocks is not None and not isinstance(clocks, tuple):
+            # NaN is written as null; a list without one is made floats at C speed. (A tuple is
+            # the stored analysis's, floats as written.)
             t["sample_clock_hz"] = [_nan(v) for v in clocks] if None in clocks else list(map(float, clocks))
         timer = _build(TimerStats, t)
     ncu = None
