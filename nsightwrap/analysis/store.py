@@ -374,7 +374,10 @@ def _with_arrays(doc: Mapping[str, Any], path: Path) -> Any:
     meta = doc.get("arrays")
     if not isinstance(meta, Mapping):
         raise ValueError("no record of the arrays file")
-    floats, ints = read_arrays(arrays_path(path), str(meta.get("token")), (meta.get("floats"), meta.get("ints")))
+    counts = (meta.get("floats"), meta.get("ints"))
+    if not all(type(n) is int for n in counts):
+        raise ValueError("no count of the stored arrays")
+    floats, ints = read_arrays(arrays_path(path), str(meta.get("token")), (int(counts[0]), int(counts[1])))
     return join_arrays(doc["report"], meta.get("lists"), floats, ints)
 
 
