@@ -14,7 +14,7 @@ import json
 import math
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, fields, is_dataclass
+from dataclasses import asdict, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -99,8 +99,19 @@ def report_to_dict(result: RunResult, *, detail: bool = True) -> dict[str, Any]:
     """The report as a JSON-ready dict (``format``, ``version`` first, ``summary`` last).
     ``detail``: every per-iteration and per-kernel row (the whole result, as the stored analysis
     keeps it); else per-benchmark summaries and the samples ``compare`` reads (``summary_only``)."""
+    if detail:
+        body = _plain(result)
+    else:
+        # The rows the summary leaves out are not made JSON data first: nsys's per-iteration
+        # lists (8 per benchmark, a thousand numbers each at a real do_bench volume) are counted.
+        body = _plain(replace(result, clock_trace=(), benchmarks=tuple(
+            replace(b, nsys=replace(b.nsys, **dict.fromkeys(NSYS_ROWS, ()))) if b.nsys is not None else b
+            for b in result.benchmarks)))  # fmt: skip
+        for b, was in zip(body["benchmarks"], result.benchmarks, strict=True):
+            if was.nsys is not None:
+                b["nsys"]["iterations"] = len(was.nsys.iterations_ns)
     doc = {"format": REPORT_FORMAT, "version": FORMAT_VERSION, "nsightwrap_version": __version__,
-           "detail": detail, **_plain(result)}  # fmt: skip
+           "detail": detail, **body}  # fmt: skip
     if not detail:
         doc = summary_only(doc)
     return {**doc, "summary": summary_dict(result)}
@@ -133,8 +144,8 @@ def summary_only(doc: dict[str, Any]) -> dict[str, Any]:
                         "elasticity_source": src}  # fmt: skip
         if isinstance(b.get("nsys"), dict):
             nsys = b["nsys"]
-            b["nsys"] = {**{k: v for k, v in nsys.items() if k not in NSYS_ROWS},
-                         "iterations": len(nsys.get("iterations_ns") or ())}  # fmt: skip
+            b["nsys"] = {**{k: v for k, v in nsys.items() if k not in NSYS_ROWS and k != "iterations"},
+                         "iterations": nsys["iterations"] if "iterations" in nsys else len(nsys.get("iterations_ns") or ())}  # fmt: skip
         if isinstance(b.get("roofline"), dict):
             b["roofline"] = {k: v for k, v in b["roofline"].items() if k != "kernels"}
         gap = b.get("gap")
