@@ -191,7 +191,7 @@ def _packed_timer(t: dict[str, Any]) -> dict[str, Any]:
     rounded = np.array([round(v, SAMPLE_NS_DIGITS) for v in uniq.tolist()], dtype=np.float64)[inverse.reshape(-1)]
     if isinstance(clocks, list) and len(clocks) == len(samples):
         # Each sample keeps its own clock: sorted as (value, clock) pairs, a missing clock last.
-        hz = np.array([math.nan if c is None else c for c in clocks], dtype=np.float64)
+        hz = np.array(clocks if None not in clocks else [math.nan if c is None else c for c in clocks], dtype=np.float64)
         order = np.lexsort((np.nan_to_num(hz), np.isnan(hz), rounded))
         t["sample_runs"] = _runs(rounded[order])
         t["sample_clock_hz"] = None
@@ -210,7 +210,10 @@ def _runs(v: np.ndarray) -> list[list[Any]]:
     change = (v[1:] != v[:-1]) & ~(nan[1:] & nan[:-1])
     starts = np.concatenate(([0], np.flatnonzero(change) + 1))
     counts = np.diff(np.append(starts, len(v))).tolist()
-    return [[None if math.isnan(x) else x, n] for x, n in zip(v[starts].tolist(), counts, strict=True)]
+    values = v[starts].tolist()
+    if nan.any():
+        values = [None if math.isnan(x) else x for x in values]
+    return list(map(list, zip(values, counts, strict=True)))
 
 
 def timer_samples(t: Mapping[str, Any]) -> Any:
