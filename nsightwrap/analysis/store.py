@@ -374,10 +374,10 @@ def _with_arrays(doc: Mapping[str, Any], path: Path) -> Any:
     meta = doc.get("arrays")
     if not isinstance(meta, Mapping):
         raise ValueError("no record of the arrays file")
-    counts = (meta.get("floats"), meta.get("ints"))
-    if not all(type(n) is int for n in counts):
+    n_floats, n_ints = meta.get("floats"), meta.get("ints")
+    if not isinstance(n_floats, int) or not isinstance(n_ints, int):
         raise ValueError("no count of the stored arrays")
-    floats, ints = read_arrays(arrays_path(path), str(meta.get("token")), (int(counts[0]), int(counts[1])))
+    floats, ints = read_arrays(arrays_path(path), str(meta.get("token")), (n_floats, n_ints))
     return join_arrays(doc["report"], meta.get("lists"), floats, ints)
 
 

@@ -105,7 +105,7 @@ def report_to_dict(result: RunResult, *, detail: bool = True) -> dict[str, Any]:
         # The rows the summary leaves out are not made JSON data first: nsys's per-iteration
         # lists (8 per benchmark, a thousand numbers each at a real do_bench volume) are counted.
         body = _plain(replace(result, clock_trace=(), benchmarks=tuple(
-            replace(b, nsys=replace(b.nsys, **dict.fromkeys(NSYS_ROWS, ()))) if b.nsys is not None else b
+            replace(b, nsys=replace(b.nsys, **_NO_ROWS)) if b.nsys is not None else b
             for b in result.benchmarks)))  # fmt: skip
         for b, was in zip(body["benchmarks"], result.benchmarks, strict=True):
             if was.nsys is not None:
@@ -120,6 +120,7 @@ def report_to_dict(result: RunResult, *, detail: bool = True) -> dict[str, Any]:
 #: Per-iteration lists of the ``nsys`` block the summary leaves out (``nsys.iterations`` counts them).
 NSYS_ROWS = ("iterations_ns", "busy_ns", "span_ns", "op_sum_ns", "non_kernel_ns", "kernels_per_iteration",
              "memcpy_per_iteration", "memset_per_iteration")  # fmt: skip
+_NO_ROWS: dict[str, Any] = dict.fromkeys(NSYS_ROWS, ())
 
 
 def summary_only(doc: dict[str, Any]) -> dict[str, Any]:
