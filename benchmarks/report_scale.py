@@ -17,8 +17,9 @@ timer samples 10% longer): reading both sides, the verdicts, then each compare f
 json, junit). Printed: seconds (best of ``--repeat``) and output size per step.
 
 Then the stored analysis (analysis/store.py), each step in a child process of its own, whose
-peak memory (``ru_maxrss``) is printed beside its time: the first ``report`` (analyse and
-store), then ``report`` in each format from the stored analysis (reading it, then rendering),
+peak memory (``ru_maxrss``) is printed beside its time: Python's start alone and with the
+imports of a report (what every step's process wall holds before it reads anything), the first
+``report`` (analyse and store), then ``report`` in each format from the stored analysis (reading it, then rendering),
 and ``compare RUN RUN --metric ncu`` (both sides read from the store); ``--first-only``: the
 first ``report`` alone (the nsys iterations it analyses per benchmark: ``NSIGHTWRAP_NSYS_ITERATIONS``,
 docs/nsys-parsing.md). ``--iters`` sets the
@@ -135,6 +136,12 @@ STORED_STEPS = (("report (analyse and store)", "analyse"), ("report -f table (st
                 ("compare RUN RUN --metric ncu (stored)", "compare"))  # fmt: skip
 
 
+#: The process starts measured before the steps: (name, the code run by ``python -c``).
+STARTS = (("python start (python -c pass)", "pass"),
+          ("python start and the imports of a report", "import nsightwrap.cli.report_cmd, nsightwrap.analysis.store, "
+           "nsightwrap.export.jsonio, nsightwrap.export.terminal, nsightwrap.export.markdown, nsightwrap.export.html"))  # fmt: skip
+
+
 def child(run: Path, step: str) -> dict[str, Any]:
     """One step in this (child) process: its seconds (reading the analysis, rendering), output
     size and the process's peak RSS."""
@@ -208,6 +215,14 @@ def stored_rows(run: Path, cache: Path, first_only: bool = False) -> list[dict[s
 
     env = {**os.environ, "NSIGHTWRAP_ANALYSIS_STORE": "on", "XDG_CACHE_HOME": str(cache)}
     rows = []
+    # What every step's process wall holds before it reads anything: Python's start, then that
+    # and the imports of a report (the exporters, the store, typer and rich).
+    for name, code in () if first_only else STARTS:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+        wall = time.perf_counter() - t0
+        rows.append({"name": name, "read_s": 0.0, "render_s": 0.0, "wall_s": wall, "bytes": 0, "benchmarks": 0,
+                     "maxrss_mib": float("nan"), "line": "no run read"})  # fmt: skip
     for name, step in STORED_STEPS[:1] if first_only else STORED_STEPS:
         t0 = time.perf_counter()
         p = subprocess.run([sys.executable, "-m", "benchmarks.report_scale", "--child", str(run), step],
@@ -280,8 +295,9 @@ def _print(rows: list[tuple[str, float, int, str]], stored: list[dict[str, Any]]
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in stored:
         per = f"{r['bytes'] / r['benchmarks'] / 1e3:.1f} KB" if r["bytes"] and r["benchmarks"] else "-"
+        peak = "-" if r["maxrss_mib"] != r["maxrss_mib"] else f"{r['maxrss_mib']:.0f} MiB"  # NaN: not measured
         print(f"| {r['name']} | {r['read_s']:.2f} | {r['render_s']:.2f} | {r['wall_s']:.2f} | "
-              f"{r['maxrss_mib']:.0f} MiB | {_out(r['bytes'])} | {per} |")  # fmt: skip
+              f"{peak} | {_out(r['bytes'])} | {per} |")  # fmt: skip
         print(f"|   ({r['line']}) | | | | | | |")
 
 

@@ -11,11 +11,12 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fake_tools.harness import TARGET, profile, use_fakes
 
 from nsightwrap.analysis.load import analyze
-from nsightwrap.analysis.store import STORE_ENV, store_paths
+from nsightwrap.analysis.store import STORE_ENV, arrays_path, store_paths
 from nsightwrap.cli import main
 from nsightwrap.export.jsonio import write_report_json
 
@@ -145,3 +146,54 @@ def test_profile_stores_its_analysis_for_report(
     assert (tmp_path / "run" / "analysis" / "report.json.gz").is_file()
     _, line = report(capsys, tmp_path / "run", "--format", "md")
     assert line.startswith("analysis: stored (") and line.endswith("inputs unchanged)")
+
+
+def test_the_arrays_file_beside_the_document_holds_the_long_lists(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The samples and per-iteration rows are kept in report.arrays.npz, not as JSON text; what is
+    read back is the fresh analysis, every format byte for byte."""
+    fresh = {fmt: report(capsys, run, *args, "--reanalyze")[0] for fmt, args in FORMATS.items()}
+    doc = json.loads(gzip.decompress((run / "analysis" / "report.json.gz").read_bytes()))
+    lists = doc["arrays"]["lists"]
+    assert any(path[-1] == "samples_ns" for path, *_ in lists) and doc["arrays"]["floats"] > 0
+    first = lists[0][0]
+    at = doc["report"]
+    for key in first:
+        at = at[key]
+    assert at is None  # in the document, only where the list goes
+    assert arrays_path(run / "analysis" / "report.json.gz").is_file()
+    for fmt, args in FORMATS.items():
+        out, line = report(capsys, run, *args)
+        assert line.startswith("analysis: stored (") and out == fresh[fmt], fmt
+
+
+FORMATS = {"table": ("--format", "table"), "md": ("--format", "md"), "json": ("--format", "json"),
+           "detail": ("--format", "json", "--detail"), "html": ("--format", "html")}  # fmt: skip
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated", "zeroed", "another write's", "fewer numbers"])
+def test_a_damaged_or_partial_arrays_file_is_analysed_again(
+    run: Path, capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
+    out1, _ = report(capsys, run, "--format", "json", "--detail")
+    path = arrays_path(run / "analysis" / "report.json.gz")
+    data = path.read_bytes()
+    if damage == "missing":
+        path.unlink()
+    elif damage == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "zeroed":  # the numbers' bytes overwritten, the zip's layout kept
+        mid = len(data) // 2
+        path.write_bytes(data[:mid] + bytes(4096) + data[mid + 4096 :])
+    else:
+        with np.load(path) as z:
+            floats, ints, token = z["floats"], z["ints"], str(z["token"])
+        if damage == "another write's":
+            token = "0" * 32
+        else:
+            floats = floats[:-1]
+        np.savez(path, floats=floats, ints=ints, token=np.array(token))
+    out2, line = report(capsys, run, "--format", "json", "--detail")
+    assert line.startswith("analysis: recomputed (stored analysis unreadable ("), line
+    assert out2 == out1
+    _, line = report(capsys, run, "--format", "md")
+    assert line.startswith("analysis: stored (")  # the analysis again stored whole

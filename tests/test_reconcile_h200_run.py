@@ -25,6 +25,7 @@ from rich.console import Console
 from nsightwrap.analysis.load import NSYS_ITERATIONS_ENV, analyze
 from nsightwrap.analysis.model import BenchmarkResult, ClockModel, RunResult
 from nsightwrap.cli import main
+from nsightwrap.core.contract import expand_runs
 from nsightwrap.core.unpack import unpacked
 from nsightwrap.export.html import render_html
 from nsightwrap.export.jsonio import load_report_json, report_to_dict, write_report_json
@@ -464,10 +465,11 @@ def test_json_round_trip_keeps_raw_samples(
     write_report_json(result, path, detail=True)
     doc = json.loads(path.read_text(encoding="utf-8"))
     # The default (summary) JSON keeps the samples compare reads, to 0.1 ns (far below any timer's
-    # resolution); --detail keeps them exactly.
+    # resolution) and in ascending order ([value, count] pairs); --detail keeps them exactly.
     summary = json.loads(write_report_json(result))
     for short, full in zip(summary["benchmarks"], doc["benchmarks"], strict=True):
-        a, b = short["timer"]["samples_ns"], full["timer"]["samples_ns"]
+        a, b = expand_runs(short["timer"]["sample_runs"]), sorted(full["timer"]["samples_ns"])
+        assert short["timer"]["samples_ns"] is None and a is not None, full["name"]
         assert len(a) == len(b) and all(abs(x - y) <= 0.05 + 1e-9 for x, y in zip(a, b, strict=True)), full["name"]
     for entry in doc["benchmarks"]:
         assert entry["timer"]["samples_ns"] == sidecar[entry["name"]]["samples_ns"]

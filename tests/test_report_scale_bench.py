@@ -35,7 +35,7 @@ def test_every_format_and_compare_step_gets_a_row() -> None:
         "report -f html", "compare: read both sides", "compare: verdicts", "compare -f table", "compare -f md",
         "compare -f json", "compare -f junit",
         # whole commands in a child process: the first analyses and stores, the rest read it back
-        "report (analyse and store)", "report -f table (stored)", "report -f md (stored)", "report -f json (stored)",
+        "python start (python -c pass)", "python start and the imports of a report", "report (analyse and store)", "report -f table (stored)", "report -f md (stored)", "report -f json (stored)",
         "report -f json --detail (stored)", "report -f html (stored)", "compare RUN RUN --metric ncu (stored)",
     ]  # fmt: skip
     assert "| 3 benchmarks: " in r.stdout and "SLOWER |" in r.stdout  # the slowed benchmark is found

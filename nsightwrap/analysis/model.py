@@ -27,9 +27,12 @@ from typing import Any
 #:   4: without ``detail``, ``timer.samples_ns`` rounded to 0.1 ns and the per-sample clocks as
 #:      ``timer.sample_clock_runs`` ([clock, count] pairs; ``sample_clock_hz`` null); with
 #:      ``detail`` as version 3.
-FORMAT_VERSION = 4
-#: Report versions this nsightwrap reads (versions 2 to 4 only added, left out or packed fields).
-READABLE_VERSIONS = (1, 2, 3, 4)
+#:   5: without ``detail``, the timer's samples as a histogram: ``timer.sample_runs`` ([value,
+#:      count] pairs in ascending order, ``samples_ns`` null) with ``sample_clock_runs`` in that
+#:      order; with ``detail`` as version 4.
+FORMAT_VERSION = 5
+#: Report versions this nsightwrap reads (versions 2 to 5 only added, left out or packed fields).
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 
 
 class Verdict(str, Enum):

@@ -148,6 +148,11 @@ def _timer_samples(entry: Mapping[str, Any], where: str) -> Samples:
     """Samples of one sidecar benchmark (or a report's ``timer`` block with name/params)."""
     name, params = _name_params(entry, where)
     where = f"{where} ({name!r})"
+    if entry.get("samples_ns") is None and entry.get("sample_runs") is not None:  # the default report JSON's histogram
+        runs = expand_runs(entry["sample_runs"])
+        if runs is None:
+            raise ReportParseError(f"{where}: field 'sample_runs' must be a list of [value, count] pairs")
+        entry = {**entry, "samples_ns": runs}
     values = _numbers(entry, "samples_ns", where)
     clocks = _sample_clocks(entry, len(values), where)
     cycles = tuple(v * f / 1e9 for v, f in zip(values, clocks, strict=True)) if clocks else None

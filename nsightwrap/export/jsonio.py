@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, fields, is_dataclass
+from dataclasses import asdict, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from nsightwrap import __version__
 from nsightwrap.analysis.model import (
@@ -57,12 +60,18 @@ from nsightwrap.export import reportfmt as f
 from nsightwrap.export.registry import exporter
 
 _ENUMS = (CauseCode, ClockModel, Verdict)
+_SAME = frozenset({str, int, bool, type(None)})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _plain(v: Any) -> Any:
     """``v`` as JSON-ready data in one pass (what ``dataclasses.asdict`` then a clean-up of NaN
     and enums would give, at a third of the cost on a 1,000-benchmark run)."""
+    kind = type(v)
+    if kind is float:
+        return v if math.isfinite(v) else None
+    if kind in _SAME:  # most values: a look at the exact type before the isinstance checks below
+        return v
     if isinstance(v, float):
         return v if math.isfinite(v) else None
     if isinstance(v, _ENUMS):
@@ -90,8 +99,19 @@ def report_to_dict(result: RunResult, *, detail: bool = True) -> dict[str, Any]:
     """The report as a JSON-ready dict (``format``, ``version`` first, ``summary`` last).
     ``detail``: every per-iteration and per-kernel row (the whole result, as the stored analysis
     keeps it); else per-benchmark summaries and the samples ``compare`` reads (``summary_only``)."""
+    if detail:
+        body = _plain(result)
+    else:
+        # The rows the summary leaves out are not made JSON data first: nsys's per-iteration
+        # lists (8 per benchmark, a thousand numbers each at a real do_bench volume) are counted.
+        body = _plain(replace(result, clock_trace=(), benchmarks=tuple(
+            replace(b, nsys=replace(b.nsys, **_NO_ROWS)) if b.nsys is not None else b
+            for b in result.benchmarks)))  # fmt: skip
+        for b, was in zip(body["benchmarks"], result.benchmarks, strict=True):
+            if was.nsys is not None:
+                b["nsys"]["iterations"] = len(was.nsys.iterations_ns)
     doc = {"format": REPORT_FORMAT, "version": FORMAT_VERSION, "nsightwrap_version": __version__,
-           "detail": detail, **_plain(result)}  # fmt: skip
+           "detail": detail, **body}  # fmt: skip
     if not detail:
         doc = summary_only(doc)
     return {**doc, "summary": summary_dict(result)}
@@ -100,6 +120,7 @@ def report_to_dict(result: RunResult, *, detail: bool = True) -> dict[str, Any]:
 #: Per-iteration lists of the ``nsys`` block the summary leaves out (``nsys.iterations`` counts them).
 NSYS_ROWS = ("iterations_ns", "busy_ns", "span_ns", "op_sum_ns", "non_kernel_ns", "kernels_per_iteration",
              "memcpy_per_iteration", "memset_per_iteration")  # fmt: skip
+_NO_ROWS: dict[str, Any] = dict.fromkeys(NSYS_ROWS, ())
 
 
 def summary_only(doc: dict[str, Any]) -> dict[str, Any]:
@@ -109,7 +130,7 @@ def summary_only(doc: dict[str, Any]) -> dict[str, Any]:
     ``roofline.kernels`` and the clock part's per-kernel ``evidence.kernels``. Kept: every
     summary figure, and the samples ``compare`` reads (timer samples and their clocks, ncu's
     per-iteration sums, energy samples), the timer's samples rounded to 0.1 ns (``SAMPLE_NS_DIGITS``)
-    and its per-sample clocks packed as ``sample_clock_runs`` (``[clock, count]`` pairs)."""
+    as a histogram (``sample_runs``) with their clocks in its order (``sample_clock_runs``)."""
     from nsightwrap.compare.sides import elasticity_of
 
     out = {k: v for k, v in doc.items() if k != "clock_trace"}
@@ -124,8 +145,8 @@ def summary_only(doc: dict[str, Any]) -> dict[str, Any]:
                         "elasticity_source": src}  # fmt: skip
         if isinstance(b.get("nsys"), dict):
             nsys = b["nsys"]
-            b["nsys"] = {**{k: v for k, v in nsys.items() if k not in NSYS_ROWS},
-                         "iterations": len(nsys.get("iterations_ns") or ())}  # fmt: skip
+            b["nsys"] = {**{k: v for k, v in nsys.items() if k not in NSYS_ROWS and k != "iterations"},
+                         "iterations": nsys["iterations"] if "iterations" in nsys else len(nsys.get("iterations_ns") or ())}  # fmt: skip
         if isinstance(b.get("roofline"), dict):
             b["roofline"] = {k: v for k, v in b["roofline"].items() if k != "kernels"}
         gap = b.get("gap")
@@ -146,17 +167,62 @@ SAMPLE_NS_DIGITS = 1
 
 
 def _packed_timer(t: dict[str, Any]) -> dict[str, Any]:
-    """A timer block with its samples rounded to ``SAMPLE_NS_DIGITS`` and its per-sample clocks
-    as ``[clock, count]`` runs: written in full, the two were three quarters of a default report
-    JSON (``254015.99192991853`` where ``254016.0`` says as much)."""
+    """A timer block with its samples as a histogram: ``sample_runs``, ``[value, count]`` pairs of
+    the samples rounded to ``SAMPLE_NS_DIGITS`` in ascending order (``samples_ns`` null), and the
+    per-sample clocks as ``[clock, count]`` runs in that same order. A timer's samples take a few
+    hundred distinct values at most (the CUDA events of fixtures/runs/h200-sweep step by 32 ns:
+    92 values in 3,262 samples), so the block no longer grows with the sample count; a list
+    holding a null (NaN) keeps the version 4 form (rounded, in order)."""
     t = dict(t)
-    if isinstance(t.get("samples_ns"), list):
-        t["samples_ns"] = [v if v is None else round(v, SAMPLE_NS_DIGITS) for v in t["samples_ns"]]
+    samples = t.get("samples_ns")
     clocks = t.get("sample_clock_hz")
-    if isinstance(clocks, list) and clocks:
+    if not isinstance(samples, list):
+        return t
+    if None in samples:
+        t["samples_ns"] = [v if v is None else round(v, SAMPLE_NS_DIGITS) for v in samples]
+        if isinstance(clocks, list) and clocks:
+            t["sample_clock_hz"] = None
+            t["sample_clock_runs"] = value_runs(clocks)
+        return t
+    t["samples_ns"] = None
+    values = np.asarray(samples, dtype=np.float64)
+    # A timer's samples repeat a few hundred distinct values: Python's round (correctly rounded,
+    # which numpy's is not) runs once per distinct value.
+    uniq, inverse = np.unique(values, return_inverse=True)
+    rounded = np.array([round(v, SAMPLE_NS_DIGITS) for v in uniq.tolist()], dtype=np.float64)[inverse.reshape(-1)]
+    if isinstance(clocks, list) and len(clocks) == len(samples):
+        # Each sample keeps its own clock: sorted as (value, clock) pairs, a missing clock last.
+        hz = np.array(clocks if None not in clocks else [math.nan if c is None else c for c in clocks], dtype=np.float64)
+        order = np.lexsort((np.nan_to_num(hz), np.isnan(hz), rounded))
+        t["sample_runs"] = _runs(rounded[order])
         t["sample_clock_hz"] = None
-        t["sample_clock_runs"] = value_runs(clocks)
+        t["sample_clock_runs"] = _runs(hz[order])
+    else:
+        t["sample_runs"] = _runs(np.sort(rounded))
     return t
+
+
+def _runs(v: np.ndarray) -> list[list[Any]]:
+    """``value_runs`` of a float array (NaN read as a missing value, null), in one numpy pass."""
+    if not len(v):
+        return []
+    nan = np.isnan(v)
+    # A run ends where the value changes; two NaNs are one missing value.
+    change = (v[1:] != v[:-1]) & ~(nan[1:] & nan[:-1])
+    starts = np.concatenate(([0], np.flatnonzero(change) + 1))
+    counts = np.diff(np.append(starts, len(v))).tolist()
+    values = v[starts].tolist()
+    if nan.any():
+        values = [None if math.isnan(x) else x for x in values]
+    return list(map(list, zip(values, counts, strict=True)))
+
+
+def timer_samples(t: Mapping[str, Any]) -> Any:
+    """A timer block's samples: ``samples_ns``, else its ``sample_runs`` expanded (version 5's
+    default report JSON: ascending order); None where neither is a list (of pairs)."""
+    if t.get("samples_ns") is None and t.get("sample_runs") is not None:
+        return expand_runs(t["sample_runs"])
+    return t.get("samples_ns")
 
 
 def summary_dict(result: RunResult) -> dict[str, Any]:
@@ -176,10 +242,74 @@ def write_report_json(result: RunResult, path: Path | None = None, *, detail: bo
     ``path`` when given. Returns the text."""
     # Compact: json's C encoder runs only without indent (an indented 1,000-benchmark report took
     # seconds in the pure-Python one); `jq .` or `python -m json.tool` indents it for reading.
-    text = json.dumps(report_to_dict(result, detail=detail), separators=(",", ":"), allow_nan=False) + "\n"
+    text = dumps_report(report_to_dict(result, detail=detail)) + "\n"
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")
     return text
+
+
+#: A benchmark's list of at least this many floats is written by ``_float_list_text``.
+_LIST_MIN = 64
+
+
+def dumps_report(doc: Mapping[str, Any]) -> str:
+    """``json.dumps(doc)``, compact, byte for byte, in less time where the per-benchmark lists of
+    floats (timer samples and clocks, per-iteration rows) repeat their values: json writes every
+    float with ``float.__repr__``, and a thousand samples of a timer hold a few hundred distinct
+    values, so each distinct value's text is made once. A list of mostly distinct values is left
+    to json."""
+    benches = doc.get("benchmarks")
+    if not isinstance(benches, list):
+        return json.dumps(doc, separators=(",", ":"), allow_nan=False)
+    mark = f"\x00{uuid.uuid4().hex}:"  # never in a report's own strings (json writes NUL as \u0000)
+    texts: list[str] = []
+    out = []
+    for b in benches:
+        if not isinstance(b, dict):
+            out.append(b)
+            continue
+        b = dict(b)
+        for block in ("timer", "ncu", "nsys"):
+            sub = b.get(block)
+            if not isinstance(sub, dict):
+                continue
+            sub = dict(sub)
+            for k, v in sub.items():
+                text = _float_list_text(v) if isinstance(v, list) and len(v) >= _LIST_MIN else None
+                if text is not None:
+                    sub[k] = f"{mark}{len(texts)}"
+                    texts.append(text)
+            b[block] = sub
+        out.append(b)
+    if not texts:
+        return json.dumps(doc, separators=(",", ":"), allow_nan=False)
+    small = json.dumps({**doc, "benchmarks": out}, separators=(",", ":"), allow_nan=False)
+    quoted = json.dumps(mark)[:-1]  # the mark as json writes it, less its closing quote
+    pieces = small.split(quoted)
+    parts = [pieces[0]]
+    for piece in pieces[1:]:
+        i, rest = piece.split('"', 1)
+        parts.append(texts[int(i)])
+        parts.append(rest)
+    return "".join(parts)
+
+
+def _float_list_text(v: list[Any]) -> str | None:
+    """``json.dumps(v)`` of a list of finite floats of few distinct values (None: any other list)."""
+    if set(map(type, v)) != {float}:
+        return None
+    a = np.asarray(v, dtype=np.float64)
+    distinct, inverse = np.unique(a, return_inverse=True)
+    if 2 * len(distinct) > len(a) or not np.isfinite(distinct).all():
+        return None
+    if distinct[0] <= 0.0 <= distinct[-1]:
+        negative = np.signbit(a[a == 0.0])
+        if negative.any() and not negative.all():
+            return None  # 0.0 and -0.0 both: one distinct value, two texts
+        if negative.any():
+            distinct[distinct == 0.0] = -0.0
+    text = np.array([float.__repr__(x) for x in distinct.tolist()], dtype=object)
+    return "[" + ",".join(text[inverse.reshape(-1)].tolist()) + "]"
 
 
 def load_report_json(path: Path) -> RunResult:
@@ -232,13 +362,17 @@ def _tuples(v: Any) -> Any:
     return v
 
 
-def _build(cls: Any, d: Mapping[str, Any]) -> Any:
+def _build(cls: Any, d: Mapping[str, Any], **given: Any) -> Any:
+    """``cls`` from the fields of ``d`` it has (lists made tuples, objects dicts), and ``given``."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS.setdefault(cls, tuple(fld.name for fld in fields(cls)))
     kw = {}
-    for fld in fields(cls):
-        if fld.name in d:
-            v = d[fld.name]
-            kw[fld.name] = dict(v) if isinstance(v, Mapping) else _tuples(v)
-    return cls(**kw)
+    for name in names:
+        if name in d and name not in given:
+            v = d[name]
+            kw[name] = dict(v) if isinstance(v, Mapping) else _tuples(v)
+    return cls(**kw, **given)
 
 
 def _nan(v: Any) -> float:
@@ -249,12 +383,19 @@ def _bench(d: Mapping[str, Any]) -> BenchmarkResult:
     timer = None
     if d.get("timer") is not None:
         t = dict(d["timer"])
+        if t.get("samples_ns") is None and t.get("sample_runs") is not None:
+            t["samples_ns"] = timer_samples(t)
+            if t["samples_ns"] is None:
+                raise ValueError("field 'timer/sample_runs' must be a list of [value, count] pairs")
         if t.get("sample_clock_hz") is None and t.get("sample_clock_runs") is not None:
             t["sample_clock_hz"] = expand_runs(t["sample_clock_runs"])
             if t["sample_clock_hz"] is None:
                 raise ValueError("field 'timer/sample_clock_runs' must be a list of [clock, count] pairs")
-        if t.get("sample_clock_hz") is not None:
-            t["sample_clock_hz"] = [_nan(v) for v in t["sample_clock_hz"]]
+        clocks = t.get("sample_clock_hz")
+        if clocks is not None and not isinstance(clocks, tuple):
+            # NaN is written as null; a list without one is made floats at C speed. (A tuple is
+            # the stored analysis's, floats as written.)
+            t["sample_clock_hz"] = [_nan(v) for v in clocks] if None in clocks else list(map(float, clocks))
         timer = _build(TimerStats, t)
     ncu = None
     if d.get("ncu") is not None:
@@ -296,8 +437,7 @@ def _bench(d: Mapping[str, Any]) -> BenchmarkResult:
 
 
 def _kernel(d: Mapping[str, Any]) -> KernelTiming:
-    k = _build(KernelTiming, d)
-    return KernelTiming(**{**asdict(k), "clock_model": ClockModel(d["clock_model"])})
+    return _build(KernelTiming, d, clock_model=ClockModel(d["clock_model"]))
 
 
 # ------------------------------------------------------------------ report sections read back

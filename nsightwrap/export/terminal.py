@@ -244,21 +244,29 @@ def print_report(
     left = sum(len(b.notes) for b in result.benchmarks) - sum(len(b.notes) for b in in_table)
     if left:
         console.print(Text(f"{left} notes of the benchmarks not in the table left out (--format md --full has them)"), style="dim")
-    print_roofline(result, console)
-    print_power(result, console)
+    print_roofline(result, console, in_table if len(in_table) < len(result.benchmarks) else None)
+    print_power(result, console, in_table if len(in_table) < len(result.benchmarks) else None)
 
 
 # ------------------------------------------------------------------ roofline, gap, energy, shards
 
 
-def print_roofline(result: RunResult, console: Console) -> None:
-    """Print the roofs' source and each benchmark's achieved rates, bound and % of roof."""
+def print_roofline(result: RunResult, console: Console, only: list[BenchmarkResult] | None = None) -> None:
+    """Print the roofs' source and each benchmark's achieved rates, bound and % of roof; ``only``:
+    those of these benchmarks (the summary table's worst of a large run), and a line saying so."""
     if result.roofs is None:
         return
     console.print()
     console.print(Text("roofline: " + rt.roofs_line(result.roofs), style="bold"))
-    rows = rt.bench_rows(result)
+    rows = rt.bench_rows(result) if only is None else [row for b in only if (row := rt.bench_row(b)) is not None]
+    # A table of every benchmark of a large run takes seconds to lay out and is not read in a
+    # terminal; the formats for reading it all have every row.
+    left = 0 if only is None else len(rt.bench_rows(result)) - len(rows)
+    left_line = Text(f"  the roofline of the {len(rows)} benchmarks of the table above shown, {left} left out "
+                     "(--format md --full, json or html have them)", style="dim")  # fmt: skip
     if not rows:
+        if left:
+            console.print(left_line)
         return
     # At less than the full width, the time, the roof and the work's source move out (the Markdown has them).
     keep = list(range(len(rt.HEADERS))) if console.width >= 150 else [0, 2, 3, 4, 6, 7]
@@ -270,6 +278,8 @@ def print_roofline(result: RunResult, console: Console) -> None:
     for r in rows:
         tab.add_row(*(Text(r[i]) for i in keep))
     console.print(tab)
+    if left:
+        console.print(left_line)
     if len(keep) < len(rt.HEADERS):
         console.print(Text("  rates at ncu's median kernel time (at the loop's clock from nsys GPU metrics or timer stamps where there is one) where ncu "
                  "profiled the benchmark, else the timer's; a point above its roof is 'inconsistent'"), style="dim")
@@ -284,10 +294,17 @@ def print_gap_line(b: BenchmarkResult, console: Console, indent: int = 2) -> Non
     console.print(Text(" " * indent + g.compact(b.gap)), style="bold", soft_wrap=False, overflow="fold")
 
 
-def print_power(result: RunResult, console: Console) -> None:
-    """Energy per call, power, temperature and throttling per benchmark; nothing without NVML figures."""
-    benches = pf.with_power(result)
+def print_power(result: RunResult, console: Console, only: list[BenchmarkResult] | None = None) -> None:
+    """Energy per call, power, temperature and throttling per benchmark; nothing without NVML
+    figures. ``only``: those of these benchmarks (as ``print_roofline``)."""
+    every = pf.with_power(result)
+    benches = every if only is None else [b for b in only if b.power is not None]
+    left_line = Text(f"the energy of the {len(benches)} benchmarks of the table above shown, {len(every) - len(benches)} "
+                     "left out (--format md --full, json or html have them)", style="dim")  # fmt: skip
     if not benches:
+        if every:
+            console.print()
+            console.print(left_line)
         return
     t = Table(title=Text("energy and power (NVML)"), title_justify="left")
     t.add_column(pf.HEADERS[0], overflow="fold", min_width=9)
@@ -298,6 +315,8 @@ def print_power(result: RunResult, console: Console) -> None:
         t.add_row(*(Text(c) for c in cells))  # Text, never markup: names hold "[" and "]"
     console.print()
     console.print(t)
+    if len(benches) < len(every):
+        console.print(left_line)
     console.print(Text(pf.METHOD_NOTE), style="dim")
     for who, note in pf.notes(result):
         console.print(Text(f"note: {who}: {note}"), style="dim")
