@@ -197,3 +197,28 @@ def test_a_damaged_or_partial_arrays_file_is_analysed_again(
     assert out2 == out1
     _, line = report(capsys, run, "--format", "md")
     assert line.startswith("analysis: stored (")  # the analysis again stored whole
+
+
+def test_another_nsys_iteration_cap_is_never_read_from_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # h200-example's add_small ran 1,000 nsys iterations: the default cap (256) analyses part of them.
+    monkeypatch.setenv(STORE_ENV, "on")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("NSIGHTWRAP_NSYS_ITERATIONS", raising=False)
+    run = tmp_path / "run"
+    shutil.copytree(RUNS / "h200-example", run)
+
+    def capped(doc: dict[str, object]) -> list[str]:
+        return [str(b["name"]) for b in doc["benchmarks"]  # type: ignore[attr-defined]
+                if any("nsys iterations analysed" in n for n in b["notes"])]  # fmt: skip
+
+    out, line = report(capsys, run, "--format", "json")
+    assert line.startswith("analysis: computed")
+    assert capped(json.loads(out))
+    monkeypatch.setenv("NSIGHTWRAP_NSYS_ITERATIONS", "0")
+    out, line = report(capsys, run, "--format", "json")
+    assert line.startswith("analysis: recomputed (NSIGHTWRAP_NSYS_ITERATIONS=0 (stored: unset))")
+    assert capped(json.loads(out)) == []  # every iteration read
+    _, line = report(capsys, run, "--format", "json")
+    assert line.startswith("analysis: stored (")

@@ -7,7 +7,8 @@ and their clocks, per-iteration rows) are kept apart in ``RUN_DIR/analysis/repor
 (numpy's format: two arrays, every float and every integer of those lists, in the order the
 document names them), which reads in a fraction of the time the same numbers take as JSON text:
 
-- the settings that change the result (``--tolerance``, ``--clock-ref``, ``--device-file``);
+- the settings that change the result (``--tolerance``, ``--clock-ref``, ``--device-file``,
+  ``NSIGHTWRAP_NSYS_ITERATIONS``);
 - the nsightwrap version, the report JSON version and a fingerprint of nsightwrap's own code
   (size and modification time of its modules), so that another nsightwrap never reads it;
 - every input file's size and modification time (ns): every file under the run directory but
@@ -47,6 +48,7 @@ import numpy as np
 
 from nsightwrap import __version__
 from nsightwrap.analysis.model import FORMAT_VERSION, RunResult
+from nsightwrap.core.contract import ENV_NSYS_ITERATIONS
 from nsightwrap.core.unpack import cache_root
 
 #: The stored document's ``format`` and its version (the report inside has its own).
@@ -76,14 +78,21 @@ class StoreKey:
     tolerance: float
     clock_ref: str
     device_file: str | None  # resolved path, or None
+    #: ``NSIGHTWRAP_NSYS_ITERATIONS`` as the environment gives it ("": unset, the default cap): how
+    #: many nsys iterations of each loop the analysis read. Compared as written, so another
+    #: spelling of one cap analyses again rather than ever reusing another cap's analysis.
+    nsys_iterations: str = ""
 
     @classmethod
     def of(cls, tolerance: float, clock_ref: str, device_file: Path | None) -> StoreKey:
-        """The key of these ``analyze`` settings (the device file by its resolved path)."""
-        return cls(float(tolerance), str(clock_ref), str(Path(device_file).resolve()) if device_file else None)
+        """The key of these ``analyze`` settings (the device file by its resolved path) and of the
+        environment's nsys iteration cap."""
+        return cls(float(tolerance), str(clock_ref), str(Path(device_file).resolve()) if device_file else None,
+                   os.environ.get(ENV_NSYS_ITERATIONS, "").strip())  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
-        return {"tolerance": self.tolerance, "clock_ref": self.clock_ref, "device_file": self.device_file}
+        return {"tolerance": self.tolerance, "clock_ref": self.clock_ref, "device_file": self.device_file,
+                "nsys_iterations": self.nsys_iterations}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -277,9 +286,11 @@ def stale_reason(doc: Mapping[str, Any], run_dir: Path, key: StoreKey) -> str | 
     settings = doc.get("settings")
     was: Mapping[str, Any] = settings if isinstance(settings, Mapping) else {}
     now = key.as_dict()
-    for name, flag in (("tolerance", "--tolerance"), ("clock_ref", "--clock-ref"), ("device_file", "--device-file")):
+    for name, flag in (("tolerance", "--tolerance"), ("clock_ref", "--clock-ref"), ("device_file", "--device-file"),
+                       ("nsys_iterations", ENV_NSYS_ITERATIONS)):  # fmt: skip
         if was.get(name) != now[name]:
-            return f"{flag} {_setting(name, now[name])} (stored: {_setting(name, was.get(name))})"
+            sep = "=" if name == "nsys_iterations" else " "
+            return f"{flag}{sep}{_setting(name, now[name])} (stored: {_setting(name, was.get(name))})"
     changed = _diff(doc.get("inputs"), run_inputs(run_dir))
     if changed:
         return changed
@@ -289,6 +300,8 @@ def stale_reason(doc: Mapping[str, Any], run_dir: Path, key: StoreKey) -> str | 
 def _setting(name: str, v: Any) -> str:
     if v is None:
         return "none"
+    if name == "nsys_iterations" and v == "":
+        return "unset"
     if name == "tolerance" and isinstance(v, (int, float)):
         return f"{100 * v:g}%"
     return str(v)

@@ -23,6 +23,9 @@ ENV_NCU_ITERS = "NSIGHTWRAP_NCU_ITERS"
 ENV_NSYS_LOOP_MS = "NSIGHTWRAP_NSYS_LOOP_MS"
 #: The default of ``ENV_NSYS_LOOP_MS``: ``triton.testing.do_bench``'s own default ``rep``.
 NSYS_LOOP_MS = 100
+#: The analysis's cap on the nsys iterations it reads per benchmark (``analysis.load``; 0: every
+#: one). A stored analysis records the value it was made with (``analysis.store.StoreKey``).
+ENV_NSYS_ITERATIONS = "NSIGHTWRAP_NSYS_ITERATIONS"
 
 #: ``I/N``: this run is shard I (0-based) of N (``nsightwrap profile --shard``); the timer and
 #: the capture layer time only the benchmarks ``nsightwrap.core.shard.in_shard`` deals to it.
