@@ -193,13 +193,14 @@ def read_nsys(path: str | Path, *, detail: bool = True, iterations: IterationCap
                 )
             strings = _Strings(con, tables)
             ranges = _read_ranges(con, tables, detail)
-            ranges, skip, read, lead_in = _cap_iterations(con, tables, ranges, iterations)
+            pids = _PidBounds(con)
+            ranges, skip, read, lead_in = _cap_iterations(con, tables, ranges, iterations, pids)
             names = _CallNames(con, tables, detail)
             calls = _Calls(con, names, _columns(con, RUNTIME) if RUNTIME in tables else set(), skip)
             events = _read_event_calls(con, tables, names, calls) if detail else _empty(EVENT_CALL_COLUMNS)
             setup = _read_setup_calls(con, tables, strings, names, calls) if detail else _empty(SETUP_CALL_COLUMNS)
             calls.keep(names.launches)  # the rest is read: its rows need not stay while the ops are read
-            ops = _read_ops(con, tables, strings, detail, names, calls)
+            ops = _read_ops(con, tables, strings, detail, names, calls, pids)
             meta = _read_meta(con, tables)
             clock = _read_gpu_clock(con, tables)
         except sqlite3.DatabaseError as exc:
@@ -490,7 +491,7 @@ _NO_ID = 2**62
 
 
 def _cap_iterations(
-    con: sqlite3.Connection, tables: set[str], ranges: pd.DataFrame, cap: IterationCap | None
+    con: sqlite3.Connection, tables: set[str], ranges: pd.DataFrame, cap: IterationCap | None, pids: _PidBounds
 ) -> tuple[pd.DataFrame, _Skip | None, dict[str, tuple[int, int, int]], frozenset[int]]:
     """``ranges`` without the iteration instances ``cap`` leaves out (and the ranges that start
     inside them), the windows to skip, what was analysed of each capped loop
@@ -514,7 +515,7 @@ def _cap_iterations(
     )
     sizes = df.groupby("head").size()
     over = sizes[sizes > cap.cap]
-    if over.empty or not _one_process(con, tables, ranges):
+    if over.empty or not _one_process(con, tables, ranges, pids):
         return ranges, None, {}, none
     df = df[df["head"].isin(over.index)].sort_values(["head", "index", "start"], kind="stable")
     if df["end"].isna().any():  # an iteration never closed: its loop is read whole
@@ -570,15 +571,31 @@ def _disjoint(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s[first], reach[last]
 
 
-def _one_process(con: sqlite3.Connection, tables: set[str], ranges: pd.DataFrame) -> bool:
+def _one_process(con: sqlite3.Connection, tables: set[str], ranges: pd.DataFrame, pids: _PidBounds) -> bool:
     """Whether the NVTX ranges and every GPU op come from one process (``_Skip`` needs it)."""
-    pids = set(np.right_shift(ranges["global_tid"].dropna().to_numpy(dtype=np.int64), _PID_SHIFT).tolist())
+    seen = set(np.right_shift(ranges["global_tid"].dropna().to_numpy(dtype=np.int64), _PID_SHIFT).tolist())
     for table in ACTIVITY_TABLES:
         if table in tables and "globalPid" in _columns(con, table):
-            lo, hi = con.execute(f"SELECT MIN(globalPid), MAX(globalPid) FROM [{table}]").fetchone()
-            if lo is not None:
-                pids |= {int(lo) >> _PID_SHIFT, int(hi) >> _PID_SHIFT}
-    return len(pids) <= 1
+            lo, hi = pids.bounds(table)
+            if lo is not None and hi is not None:
+                seen |= {lo >> _PID_SHIFT, hi >> _PID_SHIFT}
+    return len(seen) <= 1
+
+
+class _PidBounds:
+    """MIN and MAX of an activity table's globalPid, each table scanned once: the iteration cap's
+    single-process check and ``_read_activity`` both ask (a scan of millions of ops each)."""
+
+    def __init__(self, con: sqlite3.Connection) -> None:
+        self._con = con
+        self._seen: dict[str, tuple[int | None, int | None]] = {}
+
+    def bounds(self, table: str) -> tuple[int | None, int | None]:
+        """(MIN, MAX) of ``table``'s globalPid; (None, None) where it holds no value."""
+        if table not in self._seen:
+            lo, hi = self._con.execute(f"SELECT MIN(globalPid), MAX(globalPid) FROM [{table}]").fetchone()
+            self._seen[table] = (None, None) if lo is None else (int(lo), int(hi))
+        return self._seen[table]
 
 
 class _Strings:
@@ -605,12 +622,13 @@ class _Strings:
 
 
 def _read_ops(
-    con: sqlite3.Connection, tables: set[str], strings: _Strings, detail: bool, names: _CallNames, calls: _Calls
+    con: sqlite3.Connection, tables: set[str], strings: _Strings, detail: bool, names: _CallNames, calls: _Calls,
+    pids: _PidBounds,
 ) -> pd.DataFrame:
     present = [
         (t, k) for t, k in ((KERNEL, "kernel"), (MEMCPY, "memcpy"), (MEMSET, "memset"), (GRAPH, "graph"))
     ]
-    parts = [_read_activity(con, t, k, strings, detail, calls.op_condition) for t, k in present if t in tables]
+    parts = [_read_activity(con, t, k, strings, detail, calls.op_condition, pids) for t, k in present if t in tables]
     parts = [p for p in parts if not p.empty]
     if not parts:
         return _empty(OP_COLUMNS)
@@ -625,7 +643,8 @@ def _read_ops(
 
 
 def _read_activity(
-    con: sqlite3.Connection, table: str, kind: str, strings: _Strings, detail: bool, condition: str = ""
+    con: sqlite3.Connection, table: str, kind: str, strings: _Strings, detail: bool, condition: str = "",
+    pids: _PidBounds | None = None,
 ) -> pd.DataFrame:
     cols = _columns(con, table)
     if not {"start", "end"} <= cols:
@@ -654,11 +673,12 @@ def _read_activity(
         # < 2^24 each) packed in one integer: which compiled variant ran (analysis/autotuned.py).
         exprs["_res"] = "(registersPerThread << 48) | (staticSharedMemory << 24) | dynamicSharedMemory"
     single_pid = None
+    pids = pids or _PidBounds(con)
     if "global_pid" in exprs:
         # One process (the usual case): a cheap scan in SQLite saves a column of Python ints.
-        lo, hi = con.execute(f"SELECT MIN(globalPid), MAX(globalPid) FROM [{table}]").fetchone()
+        lo, hi = pids.bounds(table)
         if lo is not None and lo == hi:
-            single_pid = int(lo)
+            single_pid = lo
             del exprs["global_pid"]
     where = "start IS NOT NULL AND end IS NOT NULL"
     if condition and "correlationId" in cols:
