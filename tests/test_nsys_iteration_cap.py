@@ -3,6 +3,10 @@ on the real H200 sweep capture: its do_bench calls ran 154, 3,276, 3,002, 198 an
 
 from __future__ import annotations
 
+import gzip
+import shutil
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -141,3 +145,50 @@ def test_the_report_notes_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, n in (("sweep.py:17 do_bench #1", 154), ("sweep.py:17 do_bench #4", 198)):
         assert not any("nsys iterations analysed" in x for x in by[name].notes)
         assert len(by[name].nsys.iterations_ns) == n  # type: ignore[union-attr]
+
+
+def test_a_second_process_reads_every_iteration(tmp_path: Path) -> None:
+    # The skipped windows stand for correlation ids of one process: with a kernel of another
+    # process in the export, nothing is capped, and that kernel keeps its process.
+    db = _unpacked(tmp_path)
+    with closing(sqlite3.connect(db)) as con, con:
+        (pid,) = con.execute("SELECT globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1").fetchone()
+        other = pid + (1 << 24)  # the process part of a globalPid lies above bit 24
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = ? WHERE rowid = 1", (other,))
+        (kernels,) = con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    rep = read_nsys(db, iterations=IterationCap(ALL_HEADS, 8))
+    assert rep.iterations_read == {}
+    assert not rep.lead_in_ranges
+    assert set(rep.ops["global_pid"].dropna().astype(int)) == {pid, other}
+    assert int((rep.ops["kind"] == "kernel").sum()) == kernels
+
+
+def _unpacked(tmp_path: Path) -> Path:
+    db = tmp_path / "copy.sqlite"
+    with gzip.open(SQLITE, "rb") as src, db.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return db
+
+
+def _sorted(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    return df.sort_values(by, kind="stable", ignore_index=True)
+
+
+def test_rows_out_of_time_order_read_the_same(small: NsysReport, tmp_path: Path) -> None:
+    # The skipped windows are left out by blocks of rowids whose sampled times (correlation ids)
+    # they meet: with the runtime and kernel tables in shuffled row order no block follows time,
+    # and what is read must still be exactly the calls and ops outside the windows.
+    db = _unpacked(tmp_path)
+    with closing(sqlite3.connect(db)) as con, con:
+        for table in ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL"):
+            con.execute(f"CREATE TABLE shuffled AS SELECT * FROM {table} ORDER BY (rowid * 7919) % 10007, rowid")
+            con.execute(f"DROP TABLE {table}")
+            con.execute(f"ALTER TABLE shuffled RENAME TO {table}")
+    again = read_nsys(db, iterations=IterationCap(ALL_HEADS, 8))
+    assert again.iterations_read == small.iterations_read and again.lead_in_ranges == small.lead_in_ranges
+    pd.testing.assert_frame_equal(again.ranges, small.ranges)
+    key = ["start_ns", "end_ns", "correlation_id"]
+    pd.testing.assert_frame_equal(_sorted(again.ops.drop(columns="op_id"), key),
+                                  _sorted(small.ops.drop(columns="op_id"), key))  # fmt: skip
+    for a, b in ((again.event_calls, small.event_calls), (again.setup_calls, small.setup_calls)):
+        pd.testing.assert_frame_equal(_sorted(a, list(a.columns)), _sorted(b, list(b.columns)))

@@ -188,6 +188,12 @@ def window_facts(found: NsysIterations, n_specs: int, setup_calls: pd.DataFrame 
     first_of: dict[Any, np.ndarray] = {
         k: first_rows[v] for k, v in pd.Series(first_rows).groupby(per["spec"].to_numpy()[first_rows]).indices.items()
     }
+    # Per window of every benchmark, looked up once and sliced per benchmark below.
+    w_ranges = w["range_id"].to_numpy()
+    has_kernel_all = first_by_range.reindex(w_ranges, fill_value=False).to_numpy(dtype=bool)
+    g_ops_all = n_graph.reindex(w_ranges, fill_value=0).to_numpy()
+    all_ops_all = n_ops.reindex(w_ranges, fill_value=0).to_numpy()
+    launches_all = launches.reindex(w_ranges, fill_value=0).to_numpy()
     out: list[WindowFacts] = []
     bounds = np.searchsorted(w["spec"].to_numpy(), np.arange(n_specs + 1))
     for i in range(n_specs):
@@ -200,12 +206,12 @@ def window_facts(found: NsysIterations, n_specs: int, setup_calls: pd.DataFrame 
         ci = calls.iloc[calls_of[i]] if i in calls_of else calls.iloc[:0]
         ci = _first_use_calls(ci, len(wi))
         host, idle = _first_use_costs(wi, ci, busy_s, busy_e)
-        has_kernel = first_by_range.reindex(ranges, fill_value=False).to_numpy(dtype=bool)
+        has_kernel = has_kernel_all[a:b]
         with_calls = np.isin(ranges, ci["range_id"].to_numpy()) if len(ci) else np.zeros(len(wi), dtype=bool)
         first_pos = tuple(int(k) for k in np.flatnonzero(has_kernel | with_calls))
         kernels = _kernel_names(per, op_cols, first_of.get(i, np.zeros(0, dtype=np.int64)))
-        g_ops = n_graph.reindex(ranges, fill_value=0).to_numpy()
-        all_ops_n = n_ops.reindex(ranges, fill_value=0).to_numpy()
+        g_ops = g_ops_all[a:b]
+        all_ops_n = all_ops_all[a:b]
         warm, source = _warm(wi, first_pos, per, all_ops, op_cols, rid)
         wait = _waits(wi, per, rid, first_of.get(i, np.zeros(0, dtype=np.int64)), ci, busy_s, busy_e)
         cost = [0.0] * len(wi)
@@ -226,7 +232,7 @@ def window_facts(found: NsysIterations, n_specs: int, setup_calls: pd.DataFrame 
                 warm_ns=warm,
                 warm_source=source,
                 graph_windows=int(((g_ops == all_ops_n) & (all_ops_n > 0)).sum()),
-                graph_launches=tuple(int(v) for v in launches.reindex(ranges, fill_value=0)),
+                graph_launches=tuple(int(v) for v in launches_all[a:b]),
             )
         )
     return out

@@ -193,13 +193,14 @@ def read_nsys(path: str | Path, *, detail: bool = True, iterations: IterationCap
                 )
             strings = _Strings(con, tables)
             ranges = _read_ranges(con, tables, detail)
-            ranges, skip, read, lead_in = _cap_iterations(con, tables, ranges, iterations)
+            pids = _PidBounds(con)
+            ranges, skip, read, lead_in = _cap_iterations(con, tables, ranges, iterations, pids)
             names = _CallNames(con, tables, detail)
             calls = _Calls(con, names, _columns(con, RUNTIME) if RUNTIME in tables else set(), skip)
             events = _read_event_calls(con, tables, names, calls) if detail else _empty(EVENT_CALL_COLUMNS)
             setup = _read_setup_calls(con, tables, strings, names, calls) if detail else _empty(SETUP_CALL_COLUMNS)
             calls.keep(names.launches)  # the rest is read: its rows need not stay while the ops are read
-            ops = _read_ops(con, tables, strings, detail, names, calls)
+            ops = _read_ops(con, tables, strings, detail, names, calls, pids)
             meta = _read_meta(con, tables)
             clock = _read_gpu_clock(con, tables)
         except sqlite3.DatabaseError as exc:
@@ -401,21 +402,25 @@ class _Calls:
         ids = names.all()
         cols = [c for c in self.COLUMNS if c in rcols]
         self._cols = cols
-        #: SQL condition an activity table's rows must meet: its op's launch call was read
-        #: (``_Skip.op_condition``); empty where every op is read.
-        self.op_condition = ""
+        #: The correlation-id windows whose GPU ops are not read (``_Skip.op_windows``): an op
+        #: whose launch call was not read; None where every op is read.
+        self.op_windows: _Windows | None = None
         if not ids or "nameId" not in cols:
             self._rows = np.empty((0, len(cols)), dtype=np.int64)
             return
         select = ", ".join(f"IFNULL(r.[{c}], {_NULL})" for c in cols)
         where = f"r.nameId IN ({','.join(map(str, sorted(ids)))})"
-        if skip is not None:
-            where += f" AND {skip.call_condition('r.start')}"
-        rows = con.execute(f"SELECT {select} FROM {RUNTIME} r WHERE {where}")
-        self._rows = _matrix(rows.fetchall(), len(cols), False)
-        if skip is not None and {"start", "correlationId"} <= set(cols):
-            self.op_condition = skip.op_condition(
-                con, self._rows[:, cols.index("start")], self._rows[:, cols.index("correlationId")]
+        if skip is None or "start" not in cols:
+            fetched = con.execute(f"SELECT {select} FROM {RUNTIME} r WHERE {where}").fetchall()
+            self._rows = _matrix(fetched, len(cols), False)
+            return
+        source, cond = skip.calls.sql(con, RUNTIME, "start")
+        fetched = con.execute(f"SELECT {select} FROM {source} WHERE {cond} AND {where}").fetchall()
+        rows = _matrix(fetched, len(cols), False)
+        self._rows = rows[~skip.calls.holds(rows[:, cols.index("start")])]
+        if "correlationId" in cols:
+            self.op_windows = skip.op_windows(
+                self._rows[:, cols.index("start")], self._rows[:, cols.index("correlationId")]
             )
 
     def keep(self, ids: Iterable[int]) -> None:
@@ -432,42 +437,128 @@ class _Calls:
         return _frame(sub[:, [self._cols.index(exprs[a]) for a in names]], names)
 
 
-class _Skip:
-    """The host-time windows of the iteration instances ``IterationCap`` leaves out, as SQLite
-    conditions: a CUDA call is read unless it started inside one (``[start, end)``, as
-    ``attribute`` has it), and a GPU op unless its correlationId lies between the ids of the calls
-    read just before and just after such a window. Correlation ids count the CUDA calls of a
-    process in the order they were made, so the ids a window's calls took lie in that gap; a
-    capture of one process only is capped (``_cap_iterations``). An op whose launch call is read
-    after all finds it (``_join_launches``)."""
+class _Windows:
+    """Sorted, disjoint half-open windows ``[starts, ends)`` of one integer column (a call's host
+    start, an op's correlationId) whose rows are not read, and how SQLite leaves them out.
 
-    def __init__(self, con: sqlite3.Connection, starts: np.ndarray, ends: np.ndarray) -> None:
-        # Disjoint, sorted windows: the one holding t, if any, is the last one starting at or before t.
+    Exports carry no indexes, so "does this row's value lie in a window" costs a B-tree search
+    per row when asked in SQL. Instead the table's rows are taken in blocks of consecutive
+    rowids, between samples of the column (one every few hundred rows: about ``_BLOCKS`` a
+    window): a block whose sampled values span at most ``_SLOTS`` windows gets those windows as
+    plain comparisons (in nsys's exports rowid order follows time, so most blocks lie in one
+    window or none), a block of any other shape (values out of order, NULL, more windows) none.
+    SQL so leaves out most rows in windows at a few comparisons a row (it still visits them), and
+    ``holds`` finds the rest in numpy: the rows read are exactly those outside every window,
+    whatever the row order; an order that does not follow the column costs time only."""
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray) -> None:
         self.starts, self.ends = starts, ends
-        con.execute("CREATE TEMP TABLE nw_skip (s INTEGER PRIMARY KEY, e INTEGER NOT NULL)")
-        con.executemany("INSERT INTO temp.nw_skip VALUES (?, ?)", zip(starts.tolist(), ends.tolist(), strict=True))
 
-    @staticmethod
-    def call_condition(start: str) -> str:
-        """True where a call starting at ``start`` lies in no window (a B-tree search per row)."""
-        return f"NOT IFNULL((SELECT w.e FROM temp.nw_skip w WHERE w.s <= {start} ORDER BY w.s DESC LIMIT 1) > {start}, 0)"
+    def holds(self, values: np.ndarray) -> np.ndarray:
+        """Where each value (``_NULL`` for NULL: in no window) lies in a window."""
+        w = np.searchsorted(self.starts, values, side="right") - 1
+        if not len(self.starts):
+            return np.zeros(len(values), dtype=bool)
+        return (w >= 0) & (values < self.ends[np.maximum(w, 0)]) & (values != _NULL)
 
-    def op_condition(self, con: sqlite3.Connection, start: np.ndarray, corr: np.ndarray) -> str:
-        """The condition an activity table's row must meet (``{table}`` stands for its name),
-        from the calls read (``start``, ``corr``: their host starts and correlation ids)."""
+    def sql(self, con: sqlite3.Connection, table: str, column: str) -> tuple[str, str]:
+        """The FROM source (``table`` as ``r``) and WHERE condition that read ``table`` without
+        most of its rows whose ``column`` lies in a window (``holds`` finds the rest)."""
+        whole = f"[{table}] r", "1"
+        # Two queries: SQLite finds MIN or MAX of the rowid alone by a seek, both at once by a scan.
+        (lo,) = con.execute(f"SELECT MIN(rowid) FROM [{table}]").fetchone()
+        (hi,) = con.execute(f"SELECT MAX(rowid) FROM [{table}]").fetchone()
+        if lo is None or not len(self.starts):
+            return whole
+        lo, hi = int(lo), int(hi)
+        step = max(_MIN_BLOCK, (hi - lo + 1) // (_BLOCKS * len(self.starts)))
+        probes = con.execute(
+            f"WITH RECURSIVE k(i) AS (VALUES({lo}) UNION ALL SELECT i + {step} FROM k WHERE i + {step} <= {hi}) "
+            f"SELECT r.rowid, IFNULL(r.[{column}], {_NULL}) FROM k CROSS JOIN [{table}] r ON r.rowid = k.i "
+            f"UNION SELECT rowid, IFNULL([{column}], {_NULL}) FROM [{table}] WHERE rowid = {hi} ORDER BY 1"
+        ).fetchall()
+        m = _matrix(probes, 2, False)
+        if m.dtype != np.int64 or not len(m):
+            return whole
+        at, v = m[:, 0], m[:, 1]
+        # Block j: rowids [at[j], at[j + 1]), its values (in rowid order) from v[j] to v[j + 1];
+        # the last block is the last row alone.
+        first, last = v, np.r_[v[1:], v[-1:]]
+        ok = (first != _NULL) & (last != _NULL) & (first <= last)
+        # Windows [s, e) meeting [first, last]: from the first ending after ``first`` to the last
+        # starting at or before ``last``.
+        w0 = np.searchsorted(self.ends, first, side="right")
+        n = np.searchsorted(self.starts, last, side="right") - w0
+        ok &= n <= _SLOTS
+        # As many comparisons a row as the most windows a block meets (each costs SQLite a few
+        # instructions a row).
+        width = int(n[ok].max()) if ok.any() else 0
+        if not width:
+            return whole
+        slots = np.zeros((len(at), 2 * width), dtype=np.int64)  # [0, 0): no window
+        for k in range(width):
+            use = ok & (n > k)
+            slots[use, 2 * k] = self.starts[w0[use] + k]
+            slots[use, 2 * k + 1] = self.ends[w0[use] + k]
+        # Neighbouring blocks alike (the rows of one window, or of none) become one.
+        new = np.ones(len(at), dtype=bool)
+        new[1:] = (slots[1:] != slots[:-1]).any(axis=1)
+        starts = at[new]
+        stops = np.r_[starts[1:], hi + 1]
+        name = f"nw_blocks_{table.lower()}_{column.lower()}"
+        cols = ", ".join(f"nw_s{k} INTEGER NOT NULL, nw_e{k} INTEGER NOT NULL" for k in range(width))
+        con.execute(f"DROP TABLE IF EXISTS temp.{name}")
+        con.execute(f"CREATE TEMP TABLE {name} (nw_a INTEGER PRIMARY KEY, nw_b INTEGER NOT NULL, {cols})")
+        con.executemany(
+            f"INSERT INTO temp.{name} VALUES ({', '.join('?' * (2 + 2 * width))})",
+            np.column_stack([starts, stops, slots[new]]).tolist(),
+        )
+        c = f"r.[{column}]"
+        cond = " AND ".join(
+            ["r.rowid >= g.nw_a AND r.rowid < g.nw_b"]
+            + [f"({c} IS NULL OR {c} < g.nw_s{k} OR {c} >= g.nw_e{k})" for k in range(width)]
+        )
+        return f"temp.{name} g CROSS JOIN [{table}] r", cond
+
+
+#: Windows named per block of rows at most (more: no condition, every row of the block read).
+_SLOTS = 4
+#: Blocks sampled per window (about: a window spans a few blocks, a block rarely more than two windows).
+_BLOCKS = 2
+#: Rows per block at least: each sample and each block costs SQLite a B-tree search.
+_MIN_BLOCK = 32
+
+
+class _Skip:
+    """The host-time windows of the iteration instances ``IterationCap`` leaves out: a CUDA call
+    is read unless it started inside one (``[start, end)``, as ``attribute`` has it), and a GPU
+    op unless its correlationId lies between the ids of the calls read just before and just
+    after such a window. Correlation ids count the CUDA calls of a process in the order they were
+    made, so the ids a window's calls took lie in that gap; a capture of one process only is
+    capped (``_cap_iterations``). An op whose launch call is read after all finds it
+    (``_join_launches``)."""
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray) -> None:
+        #: Disjoint, sorted windows of host time.
+        self.calls = _Windows(starts, ends)
+
+    def op_windows(self, start: np.ndarray, corr: np.ndarray) -> _Windows | None:
+        """The correlation-id windows of the ops not read, from the calls read (``start``,
+        ``corr``: their host starts and correlation ids)."""
         if not len(start):
-            return ""
+            return None
         order = np.argsort(start, kind="stable")
         t = start[order]
         c = corr[order]
         # Per window: the highest id of a call read before it, the lowest of one read after it.
         below = np.maximum.accumulate(np.where(c == _NULL, -1, c))
         above = np.minimum.accumulate(np.where(c == _NULL, _NO_ID, c)[::-1])[::-1]
-        i = np.searchsorted(t, self.starts, side="left") - 1
-        j = np.searchsorted(t, self.ends, side="left")
+        i = np.searchsorted(t, self.calls.starts, side="left") - 1
+        j = np.searchsorted(t, self.calls.ends, side="left")
         lo = np.where(i >= 0, below[np.maximum(i, 0)], -1)
         hi = np.where(j < len(t), above[np.minimum(j, len(t) - 1)], _NO_ID)
-        # Gaps in id order, overlapping ones merged (windows with no call read between them).
+        # Gaps in id order, overlapping ones merged (windows with no call read between them);
+        # the ids strictly between lo and hi: [lo + 1, hi).
         o = np.argsort(lo, kind="stable")
         lo, hi = lo[o], hi[o]
         reach = np.maximum.accumulate(hi)
@@ -475,14 +566,9 @@ class _Skip:
         new[1:] = lo[1:] >= reach[:-1]
         first = np.flatnonzero(new)
         last = np.r_[first[1:], len(lo)] - 1
-        con.execute("CREATE TEMP TABLE nw_ids (lo INTEGER PRIMARY KEY, hi INTEGER NOT NULL)")
-        con.executemany(
-            "INSERT INTO temp.nw_ids VALUES (?, ?)", zip(lo[first].tolist(), reach[last].tolist(), strict=True)
-        )
-        return (
-            "NOT IFNULL((SELECT g.hi FROM temp.nw_ids g WHERE g.lo < [{table}].correlationId "
-            "ORDER BY g.lo DESC LIMIT 1) > [{table}].correlationId, 0)"
-        )
+        s, e = lo[first] + 1, reach[last]
+        keep = s < e  # an empty gap (adjacent ids) holds no op
+        return _Windows(s[keep], e[keep])
 
 
 #: Above every correlation id (32-bit in CUPTI).
@@ -490,7 +576,7 @@ _NO_ID = 2**62
 
 
 def _cap_iterations(
-    con: sqlite3.Connection, tables: set[str], ranges: pd.DataFrame, cap: IterationCap | None
+    con: sqlite3.Connection, tables: set[str], ranges: pd.DataFrame, cap: IterationCap | None, pids: _PidBounds
 ) -> tuple[pd.DataFrame, _Skip | None, dict[str, tuple[int, int, int]], frozenset[int]]:
     """``ranges`` without the iteration instances ``cap`` leaves out (and the ranges that start
     inside them), the windows to skip, what was analysed of each capped loop
@@ -514,7 +600,7 @@ def _cap_iterations(
     )
     sizes = df.groupby("head").size()
     over = sizes[sizes > cap.cap]
-    if over.empty or not _one_process(con, tables, ranges):
+    if over.empty or not _one_process(con, tables, ranges, pids):
         return ranges, None, {}, none
     df = df[df["head"].isin(over.index)].sort_values(["head", "index", "start"], kind="stable")
     if df["end"].isna().any():  # an iteration never closed: its loop is read whole
@@ -553,7 +639,7 @@ def _cap_iterations(
     out["range_id"] = np.arange(len(out), dtype=np.int64)
     lead_ids = frozenset(np.flatnonzero(is_lead[~inside]).tolist())
     read = {str(h): (cap.runs * length, int(m), cap.runs) for h, m in over.items()}
-    return out, _Skip(con, ws, we) if len(ws) else None, read, lead_ids
+    return out, _Skip(ws, we) if len(ws) else None, read, lead_ids
 
 
 def _disjoint(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -570,15 +656,31 @@ def _disjoint(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s[first], reach[last]
 
 
-def _one_process(con: sqlite3.Connection, tables: set[str], ranges: pd.DataFrame) -> bool:
+def _one_process(con: sqlite3.Connection, tables: set[str], ranges: pd.DataFrame, pids: _PidBounds) -> bool:
     """Whether the NVTX ranges and every GPU op come from one process (``_Skip`` needs it)."""
-    pids = set(np.right_shift(ranges["global_tid"].dropna().to_numpy(dtype=np.int64), _PID_SHIFT).tolist())
+    seen = set(np.right_shift(ranges["global_tid"].dropna().to_numpy(dtype=np.int64), _PID_SHIFT).tolist())
     for table in ACTIVITY_TABLES:
         if table in tables and "globalPid" in _columns(con, table):
-            lo, hi = con.execute(f"SELECT MIN(globalPid), MAX(globalPid) FROM [{table}]").fetchone()
-            if lo is not None:
-                pids |= {int(lo) >> _PID_SHIFT, int(hi) >> _PID_SHIFT}
-    return len(pids) <= 1
+            lo, hi = pids.bounds(table)
+            if lo is not None and hi is not None:
+                seen |= {lo >> _PID_SHIFT, hi >> _PID_SHIFT}
+    return len(seen) <= 1
+
+
+class _PidBounds:
+    """MIN and MAX of an activity table's globalPid, each table scanned once: the iteration cap's
+    single-process check and ``_read_activity`` both ask (a scan of millions of ops each)."""
+
+    def __init__(self, con: sqlite3.Connection) -> None:
+        self._con = con
+        self._seen: dict[str, tuple[int | None, int | None]] = {}
+
+    def bounds(self, table: str) -> tuple[int | None, int | None]:
+        """(MIN, MAX) of ``table``'s globalPid; (None, None) where it holds no value."""
+        if table not in self._seen:
+            lo, hi = self._con.execute(f"SELECT MIN(globalPid), MAX(globalPid) FROM [{table}]").fetchone()
+            self._seen[table] = (None, None) if lo is None else (int(lo), int(hi))
+        return self._seen[table]
 
 
 class _Strings:
@@ -605,12 +707,13 @@ class _Strings:
 
 
 def _read_ops(
-    con: sqlite3.Connection, tables: set[str], strings: _Strings, detail: bool, names: _CallNames, calls: _Calls
+    con: sqlite3.Connection, tables: set[str], strings: _Strings, detail: bool, names: _CallNames, calls: _Calls,
+    pids: _PidBounds,
 ) -> pd.DataFrame:
     present = [
         (t, k) for t, k in ((KERNEL, "kernel"), (MEMCPY, "memcpy"), (MEMSET, "memset"), (GRAPH, "graph"))
     ]
-    parts = [_read_activity(con, t, k, strings, detail, calls.op_condition) for t, k in present if t in tables]
+    parts = [_read_activity(con, t, k, strings, detail, calls.op_windows, pids) for t, k in present if t in tables]
     parts = [p for p in parts if not p.empty]
     if not parts:
         return _empty(OP_COLUMNS)
@@ -625,7 +728,8 @@ def _read_ops(
 
 
 def _read_activity(
-    con: sqlite3.Connection, table: str, kind: str, strings: _Strings, detail: bool, condition: str = ""
+    con: sqlite3.Connection, table: str, kind: str, strings: _Strings, detail: bool,
+    windows: _Windows | None = None, pids: _PidBounds | None = None,
 ) -> pd.DataFrame:
     cols = _columns(con, table)
     if not {"start", "end"} <= cols:
@@ -654,16 +758,23 @@ def _read_activity(
         # < 2^24 each) packed in one integer: which compiled variant ran (analysis/autotuned.py).
         exprs["_res"] = "(registersPerThread << 48) | (staticSharedMemory << 24) | dynamicSharedMemory"
     single_pid = None
+    pids = pids or _PidBounds(con)
     if "global_pid" in exprs:
         # One process (the usual case): a cheap scan in SQLite saves a column of Python ints.
-        lo, hi = con.execute(f"SELECT MIN(globalPid), MAX(globalPid) FROM [{table}]").fetchone()
+        lo, hi = pids.bounds(table)
         if lo is not None and lo == hi:
-            single_pid = int(lo)
+            single_pid = lo
             del exprs["global_pid"]
     where = "start IS NOT NULL AND end IS NOT NULL"
-    if condition and "correlationId" in cols:
-        where += " AND " + condition.replace("{table}", table)
-    df = _query(con, exprs, f"FROM [{table}] WHERE {where}")
+    source = f"[{table}]"
+    skip = windows if windows is not None and "correlation_id" in exprs else None
+    if skip is not None:
+        source, cond = skip.sql(con, table, "correlationId")
+        where += " AND " + cond
+    df = _query(con, exprs, f"FROM {source} WHERE {where}")
+    if skip is not None and not df.empty:  # the ops in a window that SQL let through
+        corr = df["correlation_id"].fillna(_NULL).to_numpy(dtype=np.int64)
+        df = df[~skip.holds(corr)].reset_index(drop=True)
     if df.empty:
         return _empty(OP_COLUMNS)
     if single_pid is not None:
