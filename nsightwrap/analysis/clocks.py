@@ -237,7 +237,7 @@ def durations_first(kernels: pd.DataFrame, light: pd.DataFrame | None) -> tuple[
     # figure is still its own work, where leaving it out would leave the benchmark `no ncu`.
     bare = light.index[[not k for k in keep]]
     if len(bare):
-        out = pd.concat([out, pd.DataFrame(index=bare, columns=out.columns, dtype=object)]).loc[light.index]
+        out = out.reindex(light.index)  # their rows NaN: the duration pass's own columns fill them below
         source.loc[bare] = None
         rows = light.index
     out["counters_duration_ns"] = pd.to_numeric(out["duration_ns"], errors="coerce")
