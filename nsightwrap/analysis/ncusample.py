@@ -289,9 +289,7 @@ def ncu_stats_sampled(
     streams = _multi_stream(found)
     # The iterations ncu covered: 0 .. ncu_iters-1 of every benchmark nsys saw; one nsys did not
     # record (a sample holding a graph of many calls) repeats the benchmark's first.
-    firsts: dict[int, int] = {}
-    for b, it in sorted(nsys_k):
-        firsts.setdefault(b, it)
+    firsts = _firsts(nsys_k)
     # The benchmarks the coverage pass was asked for (its reasons say it ran) and those it gave
     # launches of their own: only these are whole. One it was asked for and profiled nothing of
     # (ncu's NVTX filter let none of its launches through) keeps what the capped passes gave it.
@@ -657,29 +655,59 @@ def _next_launch_id(kernels: pd.DataFrame) -> int:
 
 class _IterKernels(Mapping[tuple[int, int], list[tuple[Key, float]]]):
     """``(benchmark, iteration) -> [(key, duration), ...]`` over rows sorted by benchmark,
-    iteration and start: each iteration's list is made from its slice of the rows when first asked
-    for (the analysis reads a few iterations of each benchmark, of up to hundreds kept)."""
+    iteration and start: one slice of rows per iteration, ``heads``' benchmark and iteration at
+    its first row; its list is made when first asked for (the analysis reads a few iterations of
+    each benchmark, of up to hundreds kept)."""
 
-    def __init__(self, spans: dict[tuple[int, int], tuple[int, int]], keys: np.ndarray, combo: np.ndarray,
-                 dur: np.ndarray) -> None:  # fmt: skip
-        self._spans, self._keys, self._combo, self._dur = spans, keys, combo, dur
+    def __init__(self, spec: np.ndarray, it: np.ndarray, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray,
+                 combo: np.ndarray, dur: np.ndarray) -> None:  # fmt: skip
+        self.spec, self.it = spec, it
+        self._starts, self._ends = starts, ends
+        self._keys, self._combo, self._dur = keys, combo, dur
         self._made: dict[tuple[int, int], list[tuple[Key, float]]] = {}
+
+    def _find(self, at: object) -> int:
+        """The slice of ``at``, found by binary search (slices ascend by benchmark, then
+        iteration); -1 where there is none."""
+        if not (isinstance(at, tuple) and len(at) == 2):
+            return -1
+        b, i = at
+        if not (isinstance(b, (int, np.integer)) and isinstance(i, (int, np.integer))):
+            return -1
+        lo, hi = np.searchsorted(self.spec, b, side="left"), np.searchsorted(self.spec, b, side="right")
+        pos = int(lo + np.searchsorted(self.it[lo:hi], i, side="left"))
+        return pos if pos < hi and self.it[pos] == i else -1
 
     def __getitem__(self, at: tuple[int, int]) -> list[tuple[Key, float]]:
         made = self._made.get(at)
         if made is None:
-            a, e = self._spans[at]
+            pos = self._find(at)
+            if pos < 0:
+                raise KeyError(at)
+            a, e = int(self._starts[pos]), int(self._ends[pos])
             made = self._made[at] = list(zip(self._keys[self._combo[a:e]].tolist(), self._dur[a:e].tolist(), strict=True))
         return made
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
-        return iter(self._spans)
+        return zip(self.spec.tolist(), self.it.tolist(), strict=True)
 
     def __len__(self) -> int:
-        return len(self._spans)
+        return len(self.spec)
 
     def __contains__(self, at: object) -> bool:
-        return at in self._spans
+        return self._find(at) >= 0
+
+
+def _firsts(nsys_k: Mapping[tuple[int, int], Any]) -> dict[int, int]:
+    """Each benchmark's first iteration nsys saw kernels in, by benchmark."""
+    if isinstance(nsys_k, _IterKernels):
+        spec = nsys_k.spec
+        head = np.flatnonzero(np.r_[True, spec[1:] != spec[:-1]]) if len(spec) else np.zeros(0, dtype=np.int64)
+        return dict(zip(spec[head].tolist(), nsys_k.it[head].tolist(), strict=True))
+    firsts: dict[int, int] = {}
+    for b, it in sorted(nsys_k):
+        firsts.setdefault(b, it)
+    return firsts
 
 
 def _nsys_kernels(
@@ -742,10 +770,6 @@ def _nsys_kernels(
     cut = np.flatnonzero((spec[1:] != spec[:-1]) | (it[1:] != it[:-1])) + 1
     starts = np.concatenate([[0], cut]).astype(np.int64)
     ends = np.concatenate([cut, [len(k)]]).astype(np.int64)
-    spans = {
-        (int(b), int(i)): (a, e)
-        for b, i, a, e in zip(spec[starts].tolist(), it[starts].tolist(), starts.tolist(), ends.tolist(), strict=True)
-    }
     graph = {(int(spec[i]), int(it[i]), keys[combo[i]]) for i in np.flatnonzero(node)}
     # The durations of each (benchmark, key) over all its iterations, in row order: the rows kept
     # grouped by benchmark, then key (two launch texts of one key, e.g. grid "1" and "(1, 1, 1)",
@@ -763,7 +787,8 @@ def _nsys_kernels(
         (g // len(key_id), by_id[g % len(key_id)]): d.tolist()
         for g, d in zip(group[heads].tolist(), np.split(dur[rows], w_cut), strict=True)
     } if len(rows) else {}  # fmt: skip
-    return _IterKernels(spans, keys, combo, dur), graph, shapes, work
+    return _IterKernels(np.asarray(spec[starts], dtype=np.int64), np.asarray(it[starts], dtype=np.int64), starts, ends,
+                        keys, combo, dur), graph, shapes, work  # fmt: skip
 
 
 def _shown(key: Key) -> str:
