@@ -248,3 +248,30 @@ def test_another_config_in_the_ncu_pass_is_no_ncu_never_a_ratio(example: dict[st
     assert "(grid 1x64x1 block 128 against grid 2x64x1 block 384 under nsys)" in why
     assert not got.coverable[i] and got.notes[i] == (why,)
     assert all(w is None for j, w in enumerate(got.no_ncu) if j != i)  # the others untouched
+
+
+def test_nsys_kernels_per_iteration_as_the_rows_give_them(sweep: dict[str, Any]) -> None:
+    """The per-iteration kernel lists (made on demand from sorted rows) and the per-benchmark
+    durations hold what the nsys kernel rows of each iteration give, and nothing else."""
+    from nsightwrap.analysis.ncusample import _firsts, _nsys_kernels
+
+    found = sweep["found"]
+    nsys_k, _graph, _shapes, work = _nsys_kernels(found)
+    k = found.ops[found.ops["kind"].astype(str) == "kernel"].drop_duplicates("op_id")
+    it_of = dict(zip(found.iters["range_id"], found.iters["iteration"], strict=True))
+    k = k.assign(it=k["range_id"].map(it_of)).dropna(subset=["spec", "it"])
+    want = k.groupby(["spec", "it"]).size()
+    assert len(nsys_k) == len(want) > 0
+    for (b, it), n in want.items():
+        assert (int(b), int(it)) in nsys_k
+        assert len(nsys_k[(int(b), int(it))]) == n
+        assert nsys_k.get((int(b), int(it))) is nsys_k[(int(b), int(it))]  # made once
+    assert (0, 10**9) not in nsys_k and nsys_k.get((len(sweep["specs"]), 0)) is None
+    assert list(nsys_k) == sorted(nsys_k)
+    assert _firsts(nsys_k) == {int(b): int(g.min()) for b, g in k.groupby("spec")["it"]}
+    # Every finite positive duration lands in its benchmark's lists.
+    by_spec = k[k["duration_ns"] > 0].groupby("spec")["duration_ns"].sum()
+    got: dict[int, float] = {}
+    for (b, _key), durs in work.items():
+        got[b] = got.get(b, 0.0) + sum(durs)
+    assert got == pytest.approx({int(b): float(v) for b, v in by_spec.items()})

@@ -338,7 +338,8 @@ def nsys_stats_all(found: NsysIterations, n_specs: int) -> list[NsysStats]:
     names = _signatures(per, range_ids)
     spec_col = iters["spec"].to_numpy()
     bounds = np.searchsorted(spec_col, np.arange(n_specs + 1))
-    cols = {c: sums[c].to_numpy() for c in sums.columns}
+    # The counts as int64: their .tolist() gives Python ints.
+    cols = {c: sums[c].to_numpy(dtype=np.int64) if c in ("nk", "nc", "nm") else sums[c].to_numpy() for c in sums.columns}
     out = []
     for i in range(n_specs):
         a, b = int(bounds[i]), int(bounds[i + 1])
@@ -354,9 +355,9 @@ def nsys_stats_all(found: NsysIterations, n_specs: int) -> list[NsysStats]:
                 span_ns=tuple(s_ns.tolist()),
                 op_sum_ns=tuple(cols["o_ns"][a:b].tolist()),
                 non_kernel_ns=tuple(cols["nk_ns"][a:b].tolist()),
-                kernels_per_iteration=tuple(int(v) for v in cols["nk"][a:b]),
-                memcpy_per_iteration=tuple(int(v) for v in cols["nc"][a:b]),
-                memset_per_iteration=tuple(int(v) for v in cols["nm"][a:b]),
+                kernels_per_iteration=tuple(cols["nk"][a:b].tolist()),
+                memcpy_per_iteration=tuple(cols["nc"][a:b].tolist()),
+                memset_per_iteration=tuple(cols["nm"][a:b].tolist()),
                 streams=int(streams[a:b].max()),
                 kernel_names=signatures.most_common(1)[0][0],
                 median_ns=float(np.median(k_ns)),

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -274,17 +274,13 @@ def ncu_stats_sampled(
     med = {key: _median_row(kernels, rows) for key, rows in inst.items()}
     med_own: dict[tuple[int, Key], dict[str, Any]] = {}
 
-    nsys_k, graph_nodes, nsys_shape = _nsys_kernels(found)
+    nsys_k, graph_nodes, nsys_shape, work = _nsys_kernels(found)
     # nsys durations brought to one clock (each benchmark's reference clock: the SM clock measured
     # in the nsys pass) with the kernel's elasticity, so a clock that dropped under a long loop is
-    # not taken for other work; per benchmark over all its iterations (the same problem in each).
+    # not taken for other work; per benchmark over all its iterations (the same problem in each):
+    # ``work``, the finite positive durations of each (benchmark, key) in row order.
     elastic = {key: _elasticity(row) for key, row in med.items()}
     hz = [float(r) if r is not None and r > 0 else None for r in ref_clocks_hz]
-    work: dict[tuple[int, Key], list[float]] = {}
-    for (b, _it), seq in nsys_k.items():
-        for key, d in seq:
-            if math.isfinite(d) and d > 0:
-                work.setdefault((b, key), []).append(d)
     src_benches: dict[Key, set[int]] = {}
     for (b, _it), cnt in own.items():
         for key in cnt:
@@ -293,9 +289,7 @@ def ncu_stats_sampled(
     streams = _multi_stream(found)
     # The iterations ncu covered: 0 .. ncu_iters-1 of every benchmark nsys saw; one nsys did not
     # record (a sample holding a graph of many calls) repeats the benchmark's first.
-    firsts: dict[int, int] = {}
-    for b, it in sorted(nsys_k):
-        firsts.setdefault(b, it)
+    firsts = _firsts(nsys_k)
     # The benchmarks the coverage pass was asked for (its reasons say it ran) and those it gave
     # launches of their own: only these are whole. One it was asked for and profiled nothing of
     # (ncu's NVTX filter let none of its launches through) keeps what the capped passes gave it.
@@ -659,19 +653,80 @@ def _next_launch_id(kernels: pd.DataFrame) -> int:
     return int(top) + 1 if isinstance(top, (int, float, np.number)) and np.isfinite(top) else len(kernels)
 
 
+class _IterKernels(Mapping[tuple[int, int], list[tuple[Key, float]]]):
+    """``(benchmark, iteration) -> [(key, duration), ...]`` over rows sorted by benchmark,
+    iteration and start: one slice of rows per iteration, ``heads``' benchmark and iteration at
+    its first row; its list is made when first asked for (the analysis reads a few iterations of
+    each benchmark, of up to hundreds kept)."""
+
+    def __init__(self, spec: np.ndarray, it: np.ndarray, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray,
+                 combo: np.ndarray, dur: np.ndarray) -> None:  # fmt: skip
+        self.spec, self.it = spec, it
+        self._starts, self._ends = starts, ends
+        self._keys, self._combo, self._dur = keys, combo, dur
+        self._made: dict[tuple[int, int], list[tuple[Key, float]]] = {}
+
+    def _find(self, at: object) -> int:
+        """The slice of ``at``, found by binary search (slices ascend by benchmark, then
+        iteration); -1 where there is none."""
+        if not (isinstance(at, tuple) and len(at) == 2):
+            return -1
+        b, i = at
+        if not (isinstance(b, (int, np.integer)) and isinstance(i, (int, np.integer))):
+            return -1
+        lo, hi = np.searchsorted(self.spec, b, side="left"), np.searchsorted(self.spec, b, side="right")
+        pos = int(lo + np.searchsorted(self.it[lo:hi], i, side="left"))
+        return pos if pos < hi and self.it[pos] == i else -1
+
+    def __getitem__(self, at: tuple[int, int]) -> list[tuple[Key, float]]:
+        made = self._made.get(at)
+        if made is None:
+            pos = self._find(at)
+            if pos < 0:
+                raise KeyError(at)
+            a, e = int(self._starts[pos]), int(self._ends[pos])
+            made = self._made[at] = list(zip(self._keys[self._combo[a:e]].tolist(), self._dur[a:e].tolist(), strict=True))
+        return made
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self.spec.tolist(), self.it.tolist(), strict=True)
+
+    def __len__(self) -> int:
+        return len(self.spec)
+
+    def __contains__(self, at: object) -> bool:
+        return self._find(at) >= 0
+
+
+def _firsts(nsys_k: Mapping[tuple[int, int], Any]) -> dict[int, int]:
+    """Each benchmark's first iteration nsys saw kernels in, by benchmark."""
+    if isinstance(nsys_k, _IterKernels):
+        spec = nsys_k.spec
+        head = np.flatnonzero(np.r_[True, spec[1:] != spec[:-1]]) if len(spec) else np.zeros(0, dtype=np.int64)
+        return dict(zip(spec[head].tolist(), nsys_k.it[head].tolist(), strict=True))
+    firsts: dict[int, int] = {}
+    for b, it in sorted(nsys_k):
+        firsts.setdefault(b, it)
+    return firsts
+
+
 def _nsys_kernels(
     found: NsysIterations,
-) -> tuple[dict[tuple[int, int], list[tuple[Key, float]]], set[tuple[int, int, Key]], dict[Key, str]]:
+) -> tuple[
+    Mapping[tuple[int, int], list[tuple[Key, float]]], set[tuple[int, int, Key]], dict[Key, str],
+    dict[tuple[int, Key], list[float]],
+]:  # fmt: skip
     """Per (benchmark, iteration index), the kernels nsys saw launched in it (every instance of
     that iteration range, as ncu's sums take every kernel under the range's path), keyed by full
     name and shape from the nsys export; the (benchmark, iteration, key) whose launches were
-    nodes of a CUDA graph (nsys's ``graphNodeId``); and each key's shape as the reasons print it."""
+    nodes of a CUDA graph (nsys's ``graphNodeId``); each key's shape as the reasons print it; and
+    per (benchmark, key) the finite positive durations over all its iterations, in row order."""
     per = found.ops
     if per.empty or found.iters.empty:
-        return {}, set(), {}
+        return {}, set(), {}, {}
     k = per[per["kind"].astype(str) == "kernel"]
     if k.empty:
-        return {}, set(), {}
+        return {}, set(), {}, {}
     ops = found.all_ops
     # Full names and shapes from the export (the iteration frame holds short names only).
     cols = ("op_id", "name", "grid", "block", "graph_node_id")
@@ -689,7 +744,7 @@ def _nsys_kernels(
     k = k[k["spec"].notna() & k["nw_iter"].notna()].merge(full, on="op_id", how="inner")
     k = k.sort_values(["spec", "nw_iter", "start_ns"], kind="stable")
     if k.empty:
-        return {}, set(), {}
+        return {}, set(), {}, {}
     grids = k["nw_grid"] if "nw_grid" in k else pd.Series(None, index=k.index)
     blocks = k["nw_block"] if "nw_block" in k else pd.Series(None, index=k.index)
     names = k["nw_name"].astype(str).to_numpy(dtype=object)
@@ -710,17 +765,30 @@ def _nsys_kernels(
         key: Key = (str(names[i]), dims_size(g_arr[i]), dims_size(b_arr[i]))
         keys[j] = key
         shapes.setdefault(key, _shape_text(g_arr[i], b_arr[i]))
-    row_keys = keys[combo].tolist()
     # Rows are sorted by (spec, iteration): one slice of (key, duration) pairs per iteration.
     spec, it = k["spec"].to_numpy(), k["nw_iter"].to_numpy()
     cut = np.flatnonzero((spec[1:] != spec[:-1]) | (it[1:] != it[:-1])) + 1
-    bounds = np.concatenate([[0], cut, [len(k)]]).tolist()
-    durs = dur.tolist()
-    out: dict[tuple[int, int], list[tuple[Key, float]]] = {}
-    for a, e in zip(bounds[:-1], bounds[1:], strict=True):
-        out.setdefault((int(spec[a]), int(it[a])), []).extend(zip(row_keys[a:e], durs[a:e], strict=True))
-    graph = {(int(spec[i]), int(it[i]), row_keys[i]) for i in np.flatnonzero(node)}
-    return out, graph, shapes
+    starts = np.concatenate([[0], cut]).astype(np.int64)
+    ends = np.concatenate([cut, [len(k)]]).astype(np.int64)
+    graph = {(int(spec[i]), int(it[i]), keys[combo[i]]) for i in np.flatnonzero(node)}
+    # The durations of each (benchmark, key) over all its iterations, in row order: the rows kept
+    # grouped by benchmark, then key (two launch texts of one key, e.g. grid "1" and "(1, 1, 1)",
+    # are one group), by a stable sort; one slice each.
+    key_id: dict[Key, int] = {}
+    kid = np.array([key_id.setdefault(key, len(key_id)) for key in keys.tolist()], dtype=np.int64)[combo]
+    keep = np.flatnonzero(np.isfinite(dur) & (dur > 0))
+    spec_i = np.asarray(spec[keep], dtype=np.int64)
+    group = spec_i * len(key_id) + kid[keep]
+    order = np.argsort(group, kind="stable")
+    rows, group = keep[order], group[order]
+    w_cut = np.flatnonzero(group[1:] != group[:-1]) + 1
+    by_id, heads = list(key_id), np.concatenate([[0], w_cut]).astype(np.int64)
+    work = {
+        (g // len(key_id), by_id[g % len(key_id)]): d.tolist()
+        for g, d in zip(group[heads].tolist(), np.split(dur[rows], w_cut), strict=True)
+    } if len(rows) else {}  # fmt: skip
+    return _IterKernels(np.asarray(spec[starts], dtype=np.int64), np.asarray(it[starts], dtype=np.int64), starts, ends,
+                        keys, combo, dur), graph, shapes, work  # fmt: skip
 
 
 def _shown(key: Key) -> str:

@@ -116,7 +116,7 @@ def _problem(v: Any, node: dict[str, Any], root: dict[str, Any], at: str, requir
         exact = _exact_types(_resolve(node["items"], root))
         # A list of plain values (samples: thousands of them) passes in one pass when every item
         # is of a type allowed as such; else each item is checked, to name the first wrong one.
-        if exact is not None and all(type(x) in exact for x in v):
+        if exact is not None and set(map(type, v)) <= exact:
             return None
         for i, x in enumerate(v):
             p = _problem(x, node["items"], root, f"{at}/{i}" if at else str(i), required)
