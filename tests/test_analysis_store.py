@@ -18,6 +18,7 @@ from fake_tools.harness import TARGET, profile, use_fakes
 from nsightwrap.analysis.load import analyze
 from nsightwrap.analysis.store import STORE_ENV, arrays_path, store_paths
 from nsightwrap.cli import main
+from nsightwrap.core.contract import ENV_NSYS_ITERATIONS
 from nsightwrap.export.jsonio import write_report_json
 
 RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
@@ -205,7 +206,7 @@ def test_another_nsys_iteration_cap_is_never_read_from_the_store(
     # h200-example's add_small ran 1,000 nsys iterations: the default cap (256) analyses part of them.
     monkeypatch.setenv(STORE_ENV, "on")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("NSIGHTWRAP_NSYS_ITERATIONS", raising=False)
+    monkeypatch.delenv(ENV_NSYS_ITERATIONS, raising=False)
     run = tmp_path / "run"
     shutil.copytree(RUNS / "h200-example", run)
 
@@ -216,7 +217,7 @@ def test_another_nsys_iteration_cap_is_never_read_from_the_store(
     out, line = report(capsys, run, "--format", "json")
     assert line.startswith("analysis: computed")
     assert capped(json.loads(out))
-    monkeypatch.setenv("NSIGHTWRAP_NSYS_ITERATIONS", "0")
+    monkeypatch.setenv(ENV_NSYS_ITERATIONS, "0")
     out, line = report(capsys, run, "--format", "json")
     assert line.startswith("analysis: recomputed (NSIGHTWRAP_NSYS_ITERATIONS=0 (stored: unset))")
     assert capped(json.loads(out)) == []  # every iteration read

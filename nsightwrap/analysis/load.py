@@ -70,6 +70,7 @@ from nsightwrap.analysis.roofline import attach_rooflines, find_roofs
 from nsightwrap.analysis.whatif import WhatIf
 from nsightwrap.analysis.window_facts import WindowFacts, window_facts
 from nsightwrap.core.contract import (
+    ENV_NSYS_ITERATIONS,
     ITER_PREFIX,
     NVTX_DOMAIN,
     PASS_NCU,
@@ -751,7 +752,7 @@ def _read_plain_clock(layout: RunLayout, notes: list[str], read: NsysReader | No
 #: (``NSIGHTWRAP_NSYS_ITERATIONS`` sets it; 0 reads every one), in evenly spaced runs over the loop
 #: (``parsers.nsys.IterationCap``). A do_bench call of a fast kernel runs thousands.
 NSYS_ITERATIONS_DEFAULT = 256
-NSYS_ITERATIONS_ENV = "NSIGHTWRAP_NSYS_ITERATIONS"
+NSYS_ITERATIONS_ENV = ENV_NSYS_ITERATIONS
 
 
 def nsys_iteration_cap() -> int | None:

@@ -290,11 +290,13 @@ def ncu_stats_sampled(
     # The iterations ncu covered: 0 .. ncu_iters-1 of every benchmark nsys saw; one nsys did not
     # record (a sample holding a graph of many calls) repeats the benchmark's first.
     firsts = _firsts(nsys_k)
-    # The benchmarks the coverage pass was asked for (its reasons say it ran) and those it gave
-    # launches of their own: only these are whole. One it was asked for and profiled nothing of
-    # (ncu's NVTX filter let none of its launches through) keeps what the capped passes gave it.
-    asked = {i for i, s in enumerate(specs) if s.nvtx_path in set(covered)}
+    # ``recovered``: the benchmarks the coverage pass gave launches of their own, which are whole.
+    # ``cover_ran``: those and the ones it was asked for (its reasons say it ran, and no second
+    # coverage pass is offered); one it was asked for and profiled nothing of (ncu's NVTX filter
+    # let none of its launches through) keeps what the capped passes carried.
+    wanted = set(covered)
     recovered = {at[0] for at, c in zip(place, from_cover, strict=True) if c and at is not None}
+    cover_ran = recovered | {i for i, s in enumerate(specs) if s.nvtx_path in wanted}
     added: list[dict[str, Any]] = []
     next_id = _next_launch_id(kernels)
     profiled, carried, missing = [0] * n, [0] * n, [0] * n
@@ -404,11 +406,11 @@ def ncu_stats_sampled(
             no_ncu[b], coverable[b] = NO_NCU_LEAD + _starved_text(starved[b], cap), True
         elif not profiled[b] and not carried[b] and any(nsys_k.get((b, it)) for it in range(ncu_iters)):
             no_ncu[b], coverable[b] = _nothing_text(b, nsys_k, first, ncu_iters, calls, absent[b], user_filter,
-                                                    b in recovered | asked, cap, cap_option)  # fmt: skip
+                                                    b in cover_ran, cap, cap_option)  # fmt: skip
     for b in range(n):
         # A benchmark without instances of its own of some kernel (carried from others, or none at
         # all) is one a coverage pass can give them to, unless it ran already.
-        if no_ncu[b] is None and b not in recovered | asked and (lent[b] or missing[b]):
+        if no_ncu[b] is None and b not in cover_ran and (lent[b] or missing[b]):
             coverable[b] = True
     frame = kernels
     if added:
