@@ -62,8 +62,9 @@ def test_later_passes_run_the_configs_the_plain_pass_chose(tmp_path: Path) -> No
     bare = run(tmp_path, None, pass_name="ncu", capture=False, STANDIN_AUTOTUNE_SEED="ncu")
     assert bare.code == 0, bare.err
     assert sorted(set(_configs(bare))) != sorted(set(want))
-    # With it, the ncu and nsys passes pin every key: nothing is tuned, the same configs run.
-    for pass_name in ("ncu", "nsys"):
+    # With it, the ncu and nsys passes and the plain pass's clock run pin every key: nothing is
+    # tuned, the same configs run.
+    for pass_name in ("ncu", "nsys", "plain-clock"):
         r = run(tmp_path, None, pass_name=pass_name, STANDIN_AUTOTUNE_SEED=pass_name, NSIGHTWRAP_NCU_ITERS="2")
         assert r.code == 0, r.err
         assert "tunings 0" in r.out

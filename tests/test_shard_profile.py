@@ -199,7 +199,9 @@ def test_ctrl_c_stops_every_shard_and_keeps_what_they_wrote(fakes: Path, tmp_pat
     while time.monotonic() < deadline and not all((run / "shards" / str(i) / "plain" / "stdout.log").is_file() for i in (0, 1)):
         time.sleep(0.2)
     time.sleep(1.0)  # the targets are running
-    shard_pids = [int(x) for x in subprocess.run(["pgrep", "-f", "shard_target.py"], capture_output=True, text=True).stdout.split()]
+    # Only this test's shard targets: other tests on other workers run shard_target.py too.
+    shard_pids = [pid for pid in (int(x) for x in subprocess.run(["pgrep", "-f", "shard_target.py"], capture_output=True, text=True).stdout.split())
+                  if _env_names(pid, str(run))]  # fmt: skip
     assert shard_pids, "no shard target is running"
     os.kill(p.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches nsightwrap, not the shards' own sessions
     out, err = p.communicate(timeout=60)
@@ -210,3 +212,11 @@ def test_ctrl_c_stops_every_shard_and_keeps_what_they_wrote(fakes: Path, tmp_pat
     assert "interrupted" in err
     time.sleep(0.5)
     assert not [pid for pid in shard_pids if alive(pid)]
+
+
+def _env_names(pid: int, text: str) -> bool:
+    """Whether process ``pid``'s environment mentions ``text`` (its run directory)."""
+    try:
+        return text.encode() in Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False

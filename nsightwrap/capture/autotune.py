@@ -87,8 +87,11 @@ class Tuners:
 
     @property
     def pins(self) -> bool:
-        """Later passes pin the plain pass's choices; the plain pass records them."""
-        return self.L.pass_name in (contract.PASS_NCU, contract.PASS_NSYS)
+        """Later passes pin the plain pass's choices; the plain pass records them. The plain
+        pass's clock run pins them too: a loop re-tuned there runs another config (on an H100, a
+        Triton matmul sweep's clock run moved loops 1.2-3.0x), so its clock would not be the one
+        the plain pass's loop ran at."""
+        return self.L.pass_name in (contract.PASS_NCU, contract.PASS_NSYS, contract.PASS_PLAIN_CLOCK)
 
     def note(self, text: str) -> None:
         with self.lock:

@@ -84,14 +84,33 @@ def ncu_iteration_filter(bench: str | None = None) -> list[str]:
     return ["--nvtx", "--nvtx-include", f"regex:{NVTX_DOMAIN}@{outer}/{ITER_PREFIX}[0-9]+/"]
 
 
-def ncu_benchmark_filter(nvtx_path: str, iter_prefix: str = ITER_PREFIX) -> list[str]:
-    """ncu arguments that profile only the kernels inside one benchmark's iteration ranges: its
-    range path ``domain:name`` (as the analysis spells it) and ``<iter_prefix><i>`` under it, the
-    names regex-escaped (the coverage pass: ``nsightwrap profile`` re-profiles benchmarks the
-    capped passes left without ncu figures of their own)."""
-    dom, _, name = nvtx_path.partition(":") if ":" in nvtx_path else ("", "", nvtx_path)
-    head = f"{dom}@" if dom else ""
-    return ["--nvtx-include", f"regex:{head}{_ncu_regex_escape(name)}/{_ncu_regex_escape(iter_prefix)}[0-9]+/"]
+def ncu_benchmarks_filter(benchmarks: Sequence[tuple[str, str]]) -> list[str]:
+    """ncu arguments that profile only the kernels inside the iteration ranges of ``benchmarks``,
+    each given as (range path ``domain:name`` as the analysis spells it, iteration prefix): the
+    coverage pass (``nsightwrap profile`` re-profiles benchmarks the capped passes left without
+    ncu figures of their own).
+
+    ncu honours one ``--nvtx-include`` per NVTX domain: given one per benchmark of a domain it
+    profiled only one benchmark's launches, while one filter with an alternation profiled all of
+    them (studies/cover_probe, H100, 2026-12-07: three filters 3 kernels, one alternation 66). So
+    the benchmarks of a domain share one filter, each level of their range stacks an alternation
+    of the names at that level (regex-escaped; ``/`` separates levels and stays outside the
+    groups). Benchmarks of one domain with stacks of different depths need one filter per depth,
+    of which ncu may honour one: the analysis says which benchmarks the pass got nothing of."""
+    groups: dict[tuple[str, int], list[list[str]]] = {}
+    for nvtx_path, iter_prefix in benchmarks:
+        dom, _, name = nvtx_path.partition(":") if ":" in nvtx_path else ("", "", nvtx_path)
+        levels = [*name.split("/"), iter_prefix]
+        cols = groups.setdefault((dom, len(levels)), [[] for _ in levels])
+        for col, level in zip(cols, levels, strict=True):
+            if level not in col:
+                col.append(level)
+    out: list[str] = []
+    for (dom, _), cols in groups.items():
+        parts = [_ncu_regex_escape(c[0]) if len(c) == 1 else "(" + "|".join(map(_ncu_regex_escape, c)) + ")" for c in cols]
+        head = f"{dom}@" if dom else ""
+        out += ["--nvtx-include", f"regex:{head}{'/'.join(parts)}[0-9]+/"]
+    return out
 
 
 # --- the zero-change capture layer (nsightwrap/capture, docs/capture.md) ----------------------

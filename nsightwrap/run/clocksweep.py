@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from nsightwrap.core.contract import ENV_NCU_ITERS, PASS_NCU, ncu_benchmark_filter
+from nsightwrap.core.contract import ENV_NCU_ITERS, PASS_NCU, ncu_benchmarks_filter
 from nsightwrap.run.launch import CommandResult, pass_env
 from nsightwrap.run.rundir import CLOCK_SWEEP_PASS, COVER_PASS, PassRecord, RunLayout
 
@@ -103,8 +103,8 @@ def cover_argv(
 ) -> list[str] | None:
     """The coverage pass's argv: the ncu pass's at ``--clock-control none`` with ``BASE_METRICS``
     only, writing to ``report_base``, its NVTX filter replaced by the iteration ranges of
-    ``benchmarks`` (``(range path, iteration prefix)``: ``contract.ncu_benchmark_filter``, names
-    regex-escaped) and no per-launch-config cap, so that every launch in those ranges is profiled;
+    ``benchmarks`` (``(range path, iteration prefix)``: ``contract.ncu_benchmarks_filter``, one
+    filter per NVTX domain, names regex-escaped) and no per-launch-config cap, so that every launch in those ranges is profiled;
     None where the user's own ncu arguments choose the clock control."""
     argv = sweep_argv(ncu_pass_argv, report_base, "none")
     if argv is None or not benchmarks:
@@ -122,7 +122,7 @@ def cover_argv(
         else:
             kept.append(a)
             i += 1
-    filters = ["--nvtx"] + [a for path, prefix in benchmarks for a in ncu_benchmark_filter(path, prefix)]
+    filters = ["--nvtx", *ncu_benchmarks_filter(benchmarks)]
     return [*argv[:3], *filters, *kept, *rest]
 
 
