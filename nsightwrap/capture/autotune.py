@@ -88,9 +88,9 @@ class Tuners:
     @property
     def pins(self) -> bool:
         """Later passes pin the plain pass's choices; the plain pass records them. The plain
-        pass's clock run pins them too: a loop re-tuned there runs another config (on an H100, a
-        Triton matmul sweep's clock run moved loops 1.2-3.0x), so its clock would not be the one
-        the plain pass's loop ran at."""
+        pass's clock run pins them too: a loop re-tuned there can run another config (on an H100
+        the clock run of a Triton matmul sweep re-tuned one size of eight to another config), and
+        the clock sampled there would then not be the one the plain pass's loop ran at."""
         return self.L.pass_name in (contract.PASS_NCU, contract.PASS_NSYS, contract.PASS_PLAIN_CLOCK)
 
     def note(self, text: str) -> None:
