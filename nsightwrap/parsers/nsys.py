@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
@@ -313,8 +314,55 @@ def _query(
     exports stored names inline) stays objects.
     """
     names = list(exprs)
+    if not text and "ORDER BY" not in rest:
+        fast = _int_matrix(con, [exprs[a] for a in names], rest)
+        if fast is not None:
+            return _frame(fast, names)
     select = ", ".join(exprs[a] if a in text else f"IFNULL({exprs[a]}, {_NULL})" for a in names)
     return _frame(_matrix(con.execute(f"SELECT {select} {rest}").fetchall(), len(names), bool(text)), names, text)
+
+
+#: What SQLite's text of an integer holds: a value with anything else (a float, text) is read
+#: row by row instead.
+_INT_TEXT = b"0123456789,-"
+
+
+def _int_matrix(con: sqlite3.Connection, exprs: list[str], rest: str) -> np.ndarray | None:
+    """``SELECT exprs... rest`` (integer columns, NULL as ``_NULL``) as one int64 matrix, or None
+    where a value is not an integer.
+
+    Python's cursor builds a tuple and an int object per value (about 0.3 µs each: millions of
+    rows); here SQLite hands over each column as one comma-separated text (``group_concat``, in
+    the order the rows are visited, as a plain SELECT would return them) and numpy parses it in
+    C. Only text made of digits, '-' and ',' is parsed, and each column must give exactly the
+    row count; anything else (a float, text in an integer column, a column too long for one
+    SQLite string) returns None, and the caller reads row by row as before.
+    """
+    select = ", ".join(f"group_concat(IFNULL({e}, {_NULL}))" for e in exprs)
+    try:
+        got = con.execute(f"SELECT count(*), {select} {rest}").fetchone()
+    except sqlite3.DataError:  # longer than SQLite's longest string
+        return None
+    n = int(got[0])
+    out = np.empty((n, len(exprs)), dtype=np.int64)
+    if not n:
+        return out
+    for i, col in enumerate(got[1:]):
+        if not isinstance(col, str):
+            return None
+        raw = col.encode("ascii", "replace")
+        if raw.translate(None, _INT_TEXT):
+            return None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # text numpy cannot read to its end: not integers
+                values = np.fromstring(raw, dtype=np.int64, sep=",")
+        except (ValueError, DeprecationWarning):
+            return None
+        if len(values) != n:
+            return None
+        out[:, i] = values
+    return out
 
 
 def _matrix(rows: list[Any], width: int, text: bool) -> np.ndarray:
@@ -328,6 +376,14 @@ def _matrix(rows: list[Any], width: int, text: bool) -> np.ndarray:
         except (TypeError, ValueError, OverflowError):
             pass
     return np.array(rows, dtype=object).reshape(len(rows), width)
+
+
+def _ints(con: sqlite3.Connection, exprs: list[str], select: str, rest: str) -> np.ndarray:
+    """``_int_matrix``, or where it declines, ``SELECT select rest`` row by row (``_matrix``)."""
+    fast = _int_matrix(con, exprs, rest)
+    if fast is not None:
+        return fast
+    return _matrix(con.execute(f"SELECT {select} {rest}").fetchall(), len(exprs), False)
 
 
 def _frame(matrix: np.ndarray, names: list[str], text: frozenset[str] = frozenset()) -> pd.DataFrame:
@@ -411,12 +467,10 @@ class _Calls:
         select = ", ".join(f"IFNULL(r.[{c}], {_NULL})" for c in cols)
         where = f"r.nameId IN ({','.join(map(str, sorted(ids)))})"
         if skip is None or "start" not in cols:
-            fetched = con.execute(f"SELECT {select} FROM {RUNTIME} r WHERE {where}").fetchall()
-            self._rows = _matrix(fetched, len(cols), False)
+            self._rows = _ints(con, [f"r.[{c}]" for c in cols], select, f"FROM {RUNTIME} r WHERE {where}")
             return
         source, cond = skip.calls.sql(con, RUNTIME, "start")
-        fetched = con.execute(f"SELECT {select} FROM {source} WHERE {cond} AND {where}").fetchall()
-        rows = _matrix(fetched, len(cols), False)
+        rows = _ints(con, [f"r.[{c}]" for c in cols], select, f"FROM {source} WHERE {cond} AND {where}")
         self._rows = rows[~skip.calls.holds(rows[:, cols.index("start")])]
         if "correlationId" in cols:
             self.op_windows = skip.op_windows(
