@@ -75,3 +75,22 @@ def test_text_with_a_comma_is_still_an_error(export: Path) -> None:
         con.execute(f"UPDATE {KERNEL} SET streamId = '7,8' WHERE rowid = (SELECT MIN(rowid) FROM {KERNEL})")
     with pytest.raises(ReportParseError, match="a table holds a value nsys never writes"):
         read_nsys(export)
+
+
+def test_range_text_inline_reads_as_through_string_ids(export: Path) -> None:
+    """A range's text inline or through StringIds (textId) gives the same ranges; an id that
+    StringIds lacks gives no text, as the SQL join does."""
+    before = read_nsys(export).ranges
+    with closing(sqlite3.connect(export)) as con, con:
+        moved = con.execute(
+            "UPDATE NVTX_EVENTS SET text = (SELECT value FROM StringIds WHERE id = textId), textId = NULL "
+            "WHERE textId IS NOT NULL AND rowid % 2 = 0"
+        ).rowcount
+        assert moved > 10
+    pd.testing.assert_frame_equal(read_nsys(export).ranges, before)
+    with closing(sqlite3.connect(export)) as con, con:
+        (gone,) = con.execute("SELECT textId FROM NVTX_EVENTS WHERE textId IS NOT NULL LIMIT 1").fetchone()
+        con.execute("DELETE FROM StringIds WHERE id = ?", (gone,))
+    after = read_nsys(export).ranges
+    assert len(after) == len(before)
+    assert (after["name"] == "").sum() > (before["name"] == "").sum()

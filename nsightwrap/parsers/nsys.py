@@ -1038,12 +1038,10 @@ def _read_ranges(con: sqlite3.Connection, tables: set[str], detail: bool) -> pd.
     }  # fmt: skip
     if not detail:
         del exprs["end_global_tid"]
-    ev = _query(
-        con,
-        exprs,
-        f"FROM {NVTX} e{join} WHERE e.eventType IN ({pushpop}, {startend}, {domain_create}) ORDER BY e.rowid",
-        text=frozenset({"name"}),
-    )
+    where = f"e.eventType IN ({pushpop}, {startend}, {domain_create})"
+    ev = _ranges_by_text(con, exprs, where, "text" in cols, bool(join))
+    if ev is None:
+        ev = _query(con, exprs, f"FROM {NVTX} e{join} WHERE {where} ORDER BY e.rowid", text=frozenset({"name"}))
     ev["_row"] = np.arange(len(ev))  # rowid order: the order nsys wrote the events in
     if "end_global_tid" not in ev:
         ev["end_global_tid"] = _int64_or_na(pd.Series(pd.NA, index=ev.index))
@@ -1079,6 +1077,48 @@ def _read_ranges(con: sqlite3.Connection, tables: set[str], detail: bool) -> pd.
     ev["range_id"] = np.arange(len(ev), dtype=np.int64)
     ev["depth"] = ev["depth"].astype(np.int64)
     return ev[RANGE_COLUMNS]
+
+
+def _ranges_by_text(
+    con: sqlite3.Connection, exprs: dict[str, str], where: str, inline: bool, by_id: bool
+) -> pd.DataFrame | None:
+    """``_read_ranges``' query (``name``: ``COALESCE(e.text, StringIds.value)``) with its integer
+    columns read by ``_int_matrix``, in rowid order: the text of each distinct ``textId`` looked
+    up once, inline text read for the rows that have it. None where ``_int_matrix`` declines or
+    StringIds repeats an id (the join would repeat rows): read row by row then."""
+    ints = [a for a in exprs if a != "name"]
+    m = _int_matrix(con, ["e.rowid", *(exprs[a] for a in ints), "e.textId" if by_id else "NULL"],
+                    f"FROM {NVTX} e WHERE {where}")  # fmt: skip
+    if m is None:
+        return None
+    if not len(m):
+        return _frame(m, list(exprs), frozenset({"name"}))
+    if len(m) > 1 and (np.diff(m[:, 0]) < 0).any():
+        m = m[np.argsort(m[:, 0], kind="stable")]
+    rowid, ids = m[:, 0], m[:, -1]
+    name = np.full(len(m), None, dtype=object)
+    if by_id:
+        wanted = np.unique(ids[ids != _NULL])
+        found: dict[Any, Any] = {}
+        rows = 0
+        for i in range(0, len(wanted), 50_000):
+            chunk = ",".join(map(str, wanted[i : i + 50_000].tolist()))
+            got = con.execute(f"SELECT id, value FROM StringIds WHERE id IN ({chunk})").fetchall()
+            rows += len(got)
+            found.update(got)
+        if rows != len(found):
+            return None
+        codes, uniques = pd.factorize(ids)
+        text = np.array([found.get(int(u)) for u in uniques] + [None], dtype=object)
+        name = text[codes]
+    if inline:
+        got = con.execute(f"SELECT e.rowid, e.text FROM {NVTX} e WHERE {where} AND e.text IS NOT NULL").fetchall()
+        if got:
+            at = np.searchsorted(rowid, np.fromiter((r for r, _ in got), dtype=np.int64, count=len(got)))
+            name[at] = [t for _, t in got]
+    frame = _frame(m[:, 1:-1], ints)
+    frame.insert(list(exprs).index("name"), "name", name)
+    return frame
 
 
 def _prefix(domain: pd.Series) -> pd.Series:
