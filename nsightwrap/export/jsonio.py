@@ -237,12 +237,18 @@ def summary_dict(result: RunResult) -> dict[str, Any]:
 
 
 @exporter("report", "json")
-def write_report_json(result: RunResult, path: Path | None = None, *, detail: bool = False) -> str:
+def write_report_json(result: RunResult, path: Path | None = None, *, detail: bool = False,
+                      doc: Mapping[str, Any] | None = None) -> str:  # fmt: skip
     """Serialize ``result`` (per-benchmark summaries; ``detail``: every row too); write it to
-    ``path`` when given. Returns the text."""
+    ``path`` when given. Returns the text. ``doc``: ``report_to_dict(result)`` where the caller
+    has it already (the stored analysis's document, ``analysis.store.Analysis.doc``): written
+    from it, the same text without making the result JSON data again."""
     # Compact: json's C encoder runs only without indent (an indented 1,000-benchmark report took
     # seconds in the pure-Python one); `jq .` or `python -m json.tool` indents it for reading.
-    text = dumps_report(report_to_dict(result, detail=detail)) + "\n"
+    if doc is not None and detail:
+        text = dumps_report(doc) + "\n"
+    else:
+        text = dumps_report(report_to_dict(result, detail=detail)) + "\n"
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")
     return text
@@ -275,7 +281,9 @@ def dumps_report(doc: Mapping[str, Any]) -> str:
                 continue
             sub = dict(sub)
             for k, v in sub.items():
-                text = _float_list_text(v) if isinstance(v, list) and len(v) >= _LIST_MIN else None
+                # A list of rows (a tuple, read back from the stored analysis) is written as json
+                # writes a list.
+                text = _float_list_text(v) if isinstance(v, (list, tuple)) and len(v) >= _LIST_MIN else None
                 if text is not None:
                     sub[k] = f"{mark}{len(texts)}"
                     texts.append(text)
@@ -294,7 +302,7 @@ def dumps_report(doc: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
-def _float_list_text(v: list[Any]) -> str | None:
+def _float_list_text(v: list[Any] | tuple[Any, ...]) -> str | None:
     """``json.dumps(v)`` of a list of finite floats of few distinct values (None: any other list)."""
     if set(map(type, v)) != {float}:
         return None
