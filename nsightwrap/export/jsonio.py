@@ -176,11 +176,12 @@ def _packed_timer(t: dict[str, Any]) -> dict[str, Any]:
     t = dict(t)
     samples = t.get("samples_ns")
     clocks = t.get("sample_clock_hz")
-    if not isinstance(samples, list):
+    # A tuple: the stored analysis's document (its lists of rows read back as tuples).
+    if not isinstance(samples, (list, tuple)):
         return t
     if None in samples:
         t["samples_ns"] = [v if v is None else round(v, SAMPLE_NS_DIGITS) for v in samples]
-        if isinstance(clocks, list) and clocks:
+        if isinstance(clocks, (list, tuple)) and clocks:
             t["sample_clock_hz"] = None
             t["sample_clock_runs"] = value_runs(clocks)
         return t
@@ -190,7 +191,7 @@ def _packed_timer(t: dict[str, Any]) -> dict[str, Any]:
     # which numpy's is not) runs once per distinct value.
     uniq, inverse = np.unique(values, return_inverse=True)
     rounded = np.array([round(v, SAMPLE_NS_DIGITS) for v in uniq.tolist()], dtype=np.float64)[inverse.reshape(-1)]
-    if isinstance(clocks, list) and len(clocks) == len(samples):
+    if isinstance(clocks, (list, tuple)) and len(clocks) == len(samples):
         # Each sample keeps its own clock: sorted as (value, clock) pairs, a missing clock last.
         hz = np.array(clocks if None not in clocks else [math.nan if c is None else c for c in clocks], dtype=np.float64)
         order = np.lexsort((np.nan_to_num(hz), np.isnan(hz), rounded))
@@ -245,8 +246,10 @@ def write_report_json(result: RunResult, path: Path | None = None, *, detail: bo
     from it, the same text without making the result JSON data again."""
     # Compact: json's C encoder runs only without indent (an indented 1,000-benchmark report took
     # seconds in the pure-Python one); `jq .` or `python -m json.tool` indents it for reading.
-    if doc is not None and detail:
-        text = dumps_report(doc) + "\n"
+    if doc is not None and doc.get("detail") is True:
+        # The default report JSON is the document less its rows (``summary_only``), as
+        # ``report_to_dict`` makes it from the result; its ``summary`` is already the last key.
+        text = dumps_report(doc if detail else summary_only({**doc, "detail": False})) + "\n"
     else:
         text = dumps_report(report_to_dict(result, detail=detail)) + "\n"
     if path is not None:
