@@ -225,7 +225,8 @@ def _sample_clocks(entry: Mapping[str, Any], n: int, where: str) -> tuple[float,
     # A tuple: the stored analysis's document (its lists of rows read back as tuples).
     if not isinstance(per, (list, tuple)) or len(per) != n:
         raise ReportParseError(f"{where}: field 'sample_clock_hz' must be null or a list of {n} clocks")
-    read: list[float | None] = _finite_positive(per) or [_opt_positive(f, "sample_clock_hz", where) for f in per]
+    fast = _finite_positive(per)
+    read: Sequence[float | None] = fast if fast is not None else [_opt_positive(f, "sample_clock_hz", where) for f in per]
     if any(hz is None for hz in read) and median is None:
         return None
     known = sorted(hz for hz in read if hz is not None)
