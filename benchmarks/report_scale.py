@@ -175,7 +175,7 @@ def child(run: Path, step: str) -> dict[str, Any]:
     elif step in ("json", "json-detail"):
         from nsightwrap.export.jsonio import write_report_json
 
-        text = write_report_json(had.result, detail=step == "json-detail")
+        text = write_report_json(had.result, detail=step == "json-detail", doc=had.doc)  # as report_cmd does
     elif step == "html":
         from nsightwrap.export.html import render_html
 
@@ -185,7 +185,9 @@ def child(run: Path, step: str) -> dict[str, Any]:
         from nsightwrap.compare.verdicts import compare
         from nsightwrap.export.jsonio import compare_json, report_to_dict
 
-        a, b = (side_from_report(report_to_dict(h.result), label="run", metric="ncu", where=str(run))
+        # As compare_cmd.report_of does: the stored analysis's document where there is one.
+        a, b = (side_from_report(h.doc if h.doc is not None else report_to_dict(h.result), label="run", metric="ncu",
+                                 where=str(run))
                 for h in (had, had2))  # fmt: skip
         text = compare_json(compare(a, b, metric="ncu"))
     out["render_s"] = time.perf_counter() - t0

@@ -6,8 +6,11 @@ the store turned on for it and the user's cache in tmp_path."""
 
 from __future__ import annotations
 
+import copy
 import gzip
 import json
+import math
+import re
 import shutil
 from pathlib import Path
 
@@ -19,6 +22,7 @@ from nsightwrap.analysis.load import analyze
 from nsightwrap.analysis.store import STORE_ENV, arrays_path, store_paths
 from nsightwrap.cli import main
 from nsightwrap.core.contract import ENV_NSYS_ITERATIONS
+from nsightwrap.core.errors import ReportParseError
 from nsightwrap.export.jsonio import write_report_json
 
 RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
@@ -223,3 +227,59 @@ def test_another_nsys_iteration_cap_is_never_read_from_the_store(
     assert capped(json.loads(out)) == []  # every iteration read
     _, line = report(capsys, run, "--format", "json")
     assert line.startswith("analysis: stored (")
+
+
+def test_json_and_compare_from_the_stored_document_are_those_made_from_the_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``report --format json [--detail]`` and ``compare`` by ncu or nsys write from the stored
+    analysis's document (``Analysis.doc``, its rows read back as tuples), not from the result:
+    the same bytes as a fresh analysis with the store off makes from the result."""
+    from nsightwrap.cli.report_cmd import run_analysis
+
+    monkeypatch.setenv(STORE_ENV, "on")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    shutil.copytree(RUNS / "h200-blog", run)
+
+    def compare(metric: str) -> tuple[int | str | None, str]:
+        with pytest.raises(SystemExit) as exc:
+            main(["compare", str(run), str(run), "--metric", metric, "--format", "json", "--no-fail"])
+        return exc.value.code, capsys.readouterr().out
+
+    _, line = report(capsys, run, "--format", "md")
+    assert line.startswith("analysis: computed")
+    had = run_analysis(run)
+    assert had.how == "stored" and had.doc is not None and had.doc["detail"] is True
+    # The long lists come back as tuples: the path that writes them is the one under test.
+    assert any(isinstance(b["timer"]["samples_ns"], tuple) for b in had.doc["benchmarks"] if b.get("timer"))
+    for detail in (False, True):
+        assert write_report_json(had.result, detail=detail, doc=had.doc) == write_report_json(had.result, detail=detail)
+    stored = {fmt: report(capsys, run, *FORMATS[fmt])[0] for fmt in ("json", "detail")}
+    compared = {m: compare(m) for m in ("ncu", "nsys")}
+    assert any(code in (0, None) and out for code, out in compared.values())
+    monkeypatch.setenv(STORE_ENV, "off")
+    for fmt, text in stored.items():
+        assert report(capsys, run, *FORMATS[fmt])[0] == text, fmt
+    for m, (code, out) in compared.items():
+        assert compare(m) == (code, out), m
+
+
+def test_a_report_documents_lists_as_tuples_read_as_lists_and_a_bad_sample_named() -> None:
+    """Samples given as a tuple (the stored analysis's document) read as the same list would; a
+    bool, NaN, zero or negative sample is still named in the error, as before."""
+    from nsightwrap.compare.sides import side_from_report
+
+    doc = json.loads(write_report_json(analyze(RUNS / "h200-blog"), detail=True))
+    as_lists = side_from_report(doc, label="a", metric="timer", where="a")
+    tupled = copy.deepcopy(doc)
+    for b in tupled["benchmarks"]:
+        for k in ("samples_ns", "sample_clock_hz"):
+            if isinstance(b["timer"].get(k), list):
+                b["timer"][k] = tuple(b["timer"][k])
+    assert side_from_report(tupled, label="a", metric="timer", where="a") == as_lists
+    for bad in (True, math.nan, 0.0, -1.0, "1"):
+        broken = copy.deepcopy(doc)
+        broken["benchmarks"][0]["timer"]["samples_ns"][3] = bad
+        with pytest.raises(ReportParseError, match=rf"'samples_ns' holds {re.escape(repr(bad))}; expected positive numbers"):
+            side_from_report(broken, label="a", metric="timer", where="a")

@@ -98,12 +98,16 @@ class StoreKey:
 @dataclass(frozen=True)
 class Analysis:
     """An analysis and how it was had: ``how`` is ``stored``, ``computed`` or ``recomputed``;
-    ``line`` says so for stderr; ``path`` is where it is stored (None: not stored)."""
+    ``line`` says so for stderr; ``path`` is where it is stored (None: not stored); ``doc`` is
+    ``result``'s report document (``to_doc(result)``: the report JSON with every row) where one
+    was read or made on the way, else None. Its lists of rows may be tuples; it is shared, not a
+    copy: read it, never change it."""
 
     result: RunResult
     how: str
     line: str
     path: Path | None = None
+    doc: Mapping[str, Any] | None = None
 
 
 def store_enabled() -> bool:
@@ -426,20 +430,25 @@ def stored_analysis(
         stale = stale_reason(doc, run_dir, key)
         if stale is None:
             try:
-                result = from_doc(_with_arrays(doc, path))
+                report = _with_arrays(doc, path)
+                result = from_doc(report)
             except Exception as exc:  # noqa: BLE001 - any document this reader cannot rebuild: analyse again
                 stale = f"stored analysis unreadable ({type(exc).__name__})"
             else:
-                return Analysis(result, "stored", f"analysis: stored ({_when(doc)}, inputs unchanged)", path)
+                # The document read is ``to_doc(result)`` (stored so, and read back number for
+                # number): handed on, a report JSON or ``compare`` need not make it again.
+                return Analysis(result, "stored", f"analysis: stored ({_when(doc)}, inputs unchanged)", path, report)
         why = why or stale
     inputs = run_inputs(run_dir)
     result = analyze()
-    where = write_stored(run_dir, key, inputs, to_doc(result))
+    report = to_doc(result)
+    where = write_stored(run_dir, key, inputs, report)
     how = "computed" if why is None else "recomputed"
     reason = why or "no stored analysis"
     if where is None:
-        return Analysis(result, how, f"analysis: {how} ({reason}; not stored: the run directory and the cache are not writable)")
-    return Analysis(result, how, f"analysis: {how} ({reason}); stored in {where}", where)
+        return Analysis(result, how, f"analysis: {how} ({reason}; not stored: the run directory and the cache are not writable)",
+                        None, report)  # fmt: skip
+    return Analysis(result, how, f"analysis: {how} ({reason}); stored in {where}", where, report)
 
 
 def store_result(run_dir: Path, result: RunResult, *, key: StoreKey, to_doc: ToDoc,

@@ -7,24 +7,21 @@ from collections.abc import Mapping
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from nsightwrap.cli import OLD_FORMAT_HELP, app, err_console, stdout_piped, write_output
-from nsightwrap.compare.energy import Energy
-from nsightwrap.compare.sides import load_side
-from nsightwrap.compare.stats import PRESETS
-from nsightwrap.compare.verdicts import Comparison, compare
 from nsightwrap.core.errors import EXIT_FINDINGS, NoCommonBenchmarks, UsageError
-from nsightwrap.export.compare_text import summary
 from nsightwrap.export.escape import terminal_safe
-from nsightwrap.export.jsonio import compare_json as to_json
-from nsightwrap.export.junit import compare_junit as to_junit
-from nsightwrap.export.markdown import compare_markdown as to_markdown
-from nsightwrap.export.terminal import compare_lines as render_lines
-from nsightwrap.export.terminal import compare_table as render_table
+
+if TYPE_CHECKING:
+    from nsightwrap.compare.verdicts import Comparison
+
+# The comparison and its exporters are imported where used: every nsightwrap command imports
+# this module to register ``compare``, and the Markdown and terminal exporters alone pull in
+# pandas (about half a second of every ``report``'s start).
 
 
 class Metric(str, Enum):
@@ -133,6 +130,11 @@ def compare_command(
     Exit codes: 0 ok, 1 a benchmark SLOWER, 2 bad input, 7 no benchmark in common (or, with
     --require-all, a baseline benchmark missing).
     """
+    from nsightwrap.compare.energy import Energy
+    from nsightwrap.compare.sides import load_side
+    from nsightwrap.compare.stats import PRESETS
+    from nsightwrap.compare.verdicts import compare
+
     settings = PRESETS[preset.value]
     fmt = fmt_f or fmt
     tolerance = tolerance if tolerance is not None else threshold
@@ -185,7 +187,12 @@ def _check_common(result: Comparison, *, require_all: bool) -> None:
 
 
 def _emit(result: Comparison, fmt: Format, output: Path | None) -> None:
+    from nsightwrap.export.compare_text import summary
+
     if fmt is Format.table:
+        from nsightwrap.export.terminal import compare_lines as render_lines
+        from nsightwrap.export.terminal import compare_table as render_table
+
         if output is None:
             if stdout_piped():
                 # stdout is not a terminal and COLUMNS is unset (a CI log): one line per benchmark,
@@ -200,10 +207,16 @@ def _emit(result: Comparison, fmt: Format, output: Path | None) -> None:
     else:
         text: str | bytes
         if fmt is Format.md:
+            from nsightwrap.export.markdown import compare_markdown as to_markdown
+
             text = to_markdown(result)
         elif fmt is Format.json:
+            from nsightwrap.export.jsonio import compare_json as to_json
+
             text = to_json(result)
         else:
+            from nsightwrap.export.junit import compare_junit as to_junit
+
             text = to_junit(result)
         if output is None:
             print(text.decode("utf-8") if isinstance(text, bytes) else text, end="")
@@ -220,4 +233,5 @@ def report_of(path: Path) -> Mapping[str, Any]:
 
     had = run_analysis(path)
     err_console.print(f"{path}: {had.line}", highlight=False, markup=False)
-    return report_to_dict(had.result, detail=True)
+    # The stored analysis's document is this one, read back: not made again from the result.
+    return had.doc if had.doc is not None else report_to_dict(had.result, detail=True)

@@ -121,7 +121,7 @@ def report_command(
     elif fmt is Format.json:
         from nsightwrap.export.jsonio import write_report_json
 
-        text = write_report_json(result, detail=detail)
+        text = write_report_json(result, detail=detail, doc=had.doc)
     else:
         from nsightwrap.export.html import render_html
 

@@ -222,9 +222,11 @@ def _sample_clocks(entry: Mapping[str, Any], n: int, where: str) -> tuple[float,
             raise ReportParseError(f"{where}: field 'sample_clock_runs' must be a list of [clock, count] pairs")
     if per is None:
         return (median,) * n if median is not None else None
-    if not isinstance(per, list) or len(per) != n:
+    # A tuple: the stored analysis's document (its lists of rows read back as tuples).
+    if not isinstance(per, (list, tuple)) or len(per) != n:
         raise ReportParseError(f"{where}: field 'sample_clock_hz' must be null or a list of {n} clocks")
-    read = [_opt_positive(f, "sample_clock_hz", where) for f in per]
+    fast = _finite_positive(per)
+    read: Sequence[float | None] = fast if fast is not None else [_opt_positive(f, "sample_clock_hz", where) for f in per]
     if any(hz is None for hz in read) and median is None:
         return None
     known = sorted(hz for hz in read if hz is not None)
@@ -351,8 +353,11 @@ def _name_params(entry: Mapping[str, Any], where: str) -> tuple[str, tuple[tuple
 
 def _numbers(entry: Mapping[str, Any], key: str, where: str, *, allow_zero: bool = False) -> tuple[float, ...]:
     raw = entry.get(key)
-    if not isinstance(raw, list):
+    if not isinstance(raw, (list, tuple)):  # a tuple: the stored analysis's document
         raise ReportParseError(f"{where}: missing field {key!r} (a list of numbers)")
+    fast = _finite_positive(raw, allow_zero=allow_zero)
+    if fast is not None:
+        return tuple(fast)
     out = []
     for v in raw:
         bad = isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
@@ -360,6 +365,23 @@ def _numbers(entry: Mapping[str, Any], key: str, where: str, *, allow_zero: bool
             raise ReportParseError(f"{where}: field {key!r} holds {v!r}; expected positive numbers")
         out.append(float(v))
     return tuple(out)
+
+
+def _finite_positive(raw: Sequence[Any], *, allow_zero: bool = False) -> list[float] | None:
+    """``raw`` as floats where every element is a finite positive int or float (zero too with
+    ``allow_zero``), in C-level passes over a list of thousands of samples; None otherwise (the
+    caller's loop then names the bad element) and for an empty list."""
+    if not raw or not set(map(type, raw)) <= {float, int}:
+        return None  # a bool, None or a string
+    try:
+        if not math.isfinite(math.fsum(raw)):
+            return None  # NaN or an infinity
+    except OverflowError:  # a sum past float's range, or an int past it
+        return None
+    low = min(raw)
+    if low < 0 or (low == 0 and not allow_zero):
+        return None
+    return list(map(float, raw))
 
 
 def _opt_positive(v: Any, key: str, where: str) -> float | None:

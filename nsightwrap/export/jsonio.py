@@ -176,11 +176,12 @@ def _packed_timer(t: dict[str, Any]) -> dict[str, Any]:
     t = dict(t)
     samples = t.get("samples_ns")
     clocks = t.get("sample_clock_hz")
-    if not isinstance(samples, list):
+    # A tuple: the stored analysis's document (its lists of rows read back as tuples).
+    if not isinstance(samples, (list, tuple)):
         return t
     if None in samples:
         t["samples_ns"] = [v if v is None else round(v, SAMPLE_NS_DIGITS) for v in samples]
-        if isinstance(clocks, list) and clocks:
+        if isinstance(clocks, (list, tuple)) and clocks:
             t["sample_clock_hz"] = None
             t["sample_clock_runs"] = value_runs(clocks)
         return t
@@ -190,7 +191,7 @@ def _packed_timer(t: dict[str, Any]) -> dict[str, Any]:
     # which numpy's is not) runs once per distinct value.
     uniq, inverse = np.unique(values, return_inverse=True)
     rounded = np.array([round(v, SAMPLE_NS_DIGITS) for v in uniq.tolist()], dtype=np.float64)[inverse.reshape(-1)]
-    if isinstance(clocks, list) and len(clocks) == len(samples):
+    if isinstance(clocks, (list, tuple)) and len(clocks) == len(samples):
         # Each sample keeps its own clock: sorted as (value, clock) pairs, a missing clock last.
         hz = np.array(clocks if None not in clocks else [math.nan if c is None else c for c in clocks], dtype=np.float64)
         order = np.lexsort((np.nan_to_num(hz), np.isnan(hz), rounded))
@@ -237,12 +238,20 @@ def summary_dict(result: RunResult) -> dict[str, Any]:
 
 
 @exporter("report", "json")
-def write_report_json(result: RunResult, path: Path | None = None, *, detail: bool = False) -> str:
+def write_report_json(result: RunResult, path: Path | None = None, *, detail: bool = False,
+                      doc: Mapping[str, Any] | None = None) -> str:  # fmt: skip
     """Serialize ``result`` (per-benchmark summaries; ``detail``: every row too); write it to
-    ``path`` when given. Returns the text."""
+    ``path`` when given. Returns the text. ``doc``: ``report_to_dict(result)`` where the caller
+    has it already (the stored analysis's document, ``analysis.store.Analysis.doc``): written
+    from it, the same text without making the result JSON data again."""
     # Compact: json's C encoder runs only without indent (an indented 1,000-benchmark report took
     # seconds in the pure-Python one); `jq .` or `python -m json.tool` indents it for reading.
-    text = dumps_report(report_to_dict(result, detail=detail)) + "\n"
+    if doc is not None and doc.get("detail") is True:
+        # The default report JSON is the document less its rows (``summary_only``), as
+        # ``report_to_dict`` makes it from the result; its ``summary`` is already the last key.
+        text = dumps_report(doc if detail else summary_only({**doc, "detail": False})) + "\n"
+    else:
+        text = dumps_report(report_to_dict(result, detail=detail)) + "\n"
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")
     return text
@@ -275,7 +284,9 @@ def dumps_report(doc: Mapping[str, Any]) -> str:
                 continue
             sub = dict(sub)
             for k, v in sub.items():
-                text = _float_list_text(v) if isinstance(v, list) and len(v) >= _LIST_MIN else None
+                # A list of rows (a tuple, read back from the stored analysis) is written as json
+                # writes a list.
+                text = _float_list_text(v) if isinstance(v, (list, tuple)) and len(v) >= _LIST_MIN else None
                 if text is not None:
                     sub[k] = f"{mark}{len(texts)}"
                     texts.append(text)
@@ -294,7 +305,7 @@ def dumps_report(doc: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
-def _float_list_text(v: list[Any]) -> str | None:
+def _float_list_text(v: list[Any] | tuple[Any, ...]) -> str | None:
     """``json.dumps(v)`` of a list of finite floats of few distinct values (None: any other list)."""
     if set(map(type, v)) != {float}:
         return None
