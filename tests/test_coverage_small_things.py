@@ -12,13 +12,11 @@ relu whose kernel's full name (its functor) no kernel of the capped ncu pass sha
 
 from __future__ import annotations
 
-import gzip
-import json
 import shutil
 from pathlib import Path
 
-import pandas as pd
 import pytest
+from kernel_tables import read_kernels, stand_in_reports
 
 from nsightwrap.analysis.load import analyze
 from nsightwrap.analysis.model import RunResult
@@ -28,25 +26,12 @@ GRAPH = "small_things.py:41 cuda_events #1"
 RELU = "relu 4M fp32"
 
 
-def _kernels(report: str | Path) -> pd.DataFrame:
-    with gzip.open(Path(report).with_name("kernels.json.gz"), "rt", encoding="utf-8") as fh:
-        doc = json.load(fh)
-    frame = pd.DataFrame(doc["data"], columns=doc["columns"])
-    for col, dtype in doc["dtypes"].items():
-        if col == "nvtx_ranges":
-            frame[col] = [tuple(v) if isinstance(v, list) else v for v in frame[col]]
-        elif dtype != "object":
-            frame[col] = frame[col].astype(dtype)
-    return frame
-
-
 @pytest.fixture(scope="module")
 def result(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
     run = tmp_path_factory.mktemp("cov") / "run"
     shutil.copytree(RUN, run)
-    for k in run.glob("ncu*/kernels.json.gz"):
-        (k.parent / "report.ncu-rep.gz").write_bytes(b"")  # read through _kernels, never opened
-    return analyze(run, read_ncu=_kernels)
+    stand_in_reports(run)
+    return analyze(run, read_ncu=read_kernels)
 
 
 def _bench(result: RunResult, name: str):  # type: ignore[no-untyped-def]

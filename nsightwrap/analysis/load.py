@@ -65,7 +65,7 @@ from nsightwrap.analysis.ncusample import (
 )
 from nsightwrap.analysis.plainclock import plain_pass_clocks, same_pace
 from nsightwrap.analysis.power import attach_power
-from nsightwrap.analysis.reconcile import BenchmarkSpec, reconcile_all, specs_from_nvtx
+from nsightwrap.analysis.reconcile import BenchmarkSpec, other_clock, reconcile_all, specs_from_nvtx
 from nsightwrap.analysis.roofline import attach_rooflines, find_roofs
 from nsightwrap.analysis.whatif import WhatIf
 from nsightwrap.analysis.window_facts import WindowFacts, window_facts
@@ -186,15 +186,24 @@ def analyze(
     # them in its own sidecars.
     paths = [s.nvtx_path for s in specs]
     pace_notes: list[tuple[str, ...]] = [()] * len(specs)
+    # Clocks measured for a loop that its verdict may not use: (Hz, where, why not), by NVTX path.
+    others: dict[str, list[tuple[float, str, str]]] = {}
     if layout.clock_windows_dir == layout.pass_dir(PASS_PLAIN):
         in_plain = plain_pass_clocks([(s.nvtx_path, s.iter_prefix) for s in specs], sidecars, plain_capture)
     else:
         clock_docs = _sidecar_docs(layout.clock_windows_dir)
-        in_plain = plain_pass_clocks([(s.nvtx_path, s.iter_prefix) for s in specs], clock_docs, plain_capture)
-        in_plain, pace_notes = same_pace(
-            in_plain, paths, [s.timer.median_ns if s.timer else None for s in specs], _pass_timings(clock_docs)
-        )
+        sampled = plain_pass_clocks([(s.nvtx_path, s.iter_prefix) for s in specs], clock_docs, plain_capture)
+        plain_ns = [s.timer.median_ns if s.timer else None for s in specs]
+        clock_run_ns = _pass_timings(clock_docs)
+        in_plain, pace_notes = same_pace(sampled, paths, plain_ns, clock_run_ns)
+        for path, c, kept, pn in zip(paths, sampled, in_plain, plain_ns, strict=True):
+            if c is not None and kept is None and pn and clock_run_ns.get(path):
+                why = f"the clock run, which measured a clock for it, timed the loop {clock_run_ns[path] / pn:.2f}x the plain pass"
+                others.setdefault(path, []).append((c.mean_hz, c.source, why))
     clocks, refs = benchmark_clocks(specs, found, nsys, nsys_timers, ref_choice, env, manifest, plain_hz, in_plain)
+    for path, c, (ref_hz, _) in zip(paths, clocks, refs, strict=True):
+        if c is not None and c.slowdown is not None and ref_hz != c.mean_hz:
+            others.setdefault(path, []).append((c.mean_hz, c.source, f"nsys slowed the loop {c.slowdown:.2f}x"))
     setup = nsys.setup_calls if nsys is not None else None
     limits = _device_limits(run_dir, env, sidecars, device_file)
     # Which config of each triton.autotune kernel the ncu and nsys passes ran (analysis/autotuned.py).
@@ -207,6 +216,7 @@ def analyze(
     results = [replace(r, clock=c, notes=(*_clock_note(r, c), *pn, *r.notes, *rn))
                for r, c, pn, rn in zip(results, clocks, pace_notes, read_notes, strict=True)]  # fmt: skip
     results = finish_results(results, specs, sidecars, tolerance, ncu, env.ncu_cache_control)
+    results = [_at_other_clocks(r, others.get(r.nvtx_path, ()), tolerance) for r in results]
     return attach_power(attach_rooflines(RunResult(
         run_dir=str(run_dir),
         environment=env,
@@ -290,6 +300,16 @@ def benchmark_clocks(
             refs.append((None, "ncu's own clock: " + _no_clock_why(nsys, found, manifest, m)))
         clocks.append(clock if clock is not None else (m if slowed else None))
     return clocks, refs
+
+
+def _at_other_clocks(r: BenchmarkResult, others: Sequence[tuple[float, str, str]], tolerance: float) -> BenchmarkResult:
+    """``r`` marked ``clock unresolved`` where another clock measured for its loop puts the
+    timing on the other side of the tolerance (``reconcile.other_clock``)."""
+    got = other_clock(r, others, tolerance) if others else None
+    if got is None:
+        return r
+    ratio, note = got
+    return replace(r, clock_unresolved_ratio=ratio, notes=(*r.notes, note))
 
 
 def _clock_note(r: BenchmarkResult, c: MeasuredClock | None) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ from nsightwrap.analysis.gap import (
     infer_kind,
     judge,
 )
+from nsightwrap.analysis.gap.inputs import at_clock, by_iteration
 from nsightwrap.analysis.gap.limits import DeviceLimits
 from nsightwrap.analysis.gap.verdict import ratio_at_clock
 from nsightwrap.analysis.iterations import ITER_PATH, ncu_stats_all, nsys_iterations, nsys_stats_all
@@ -166,6 +167,44 @@ def _clock_unresolved(gap: Gap | None, timer: TimerStats | None, verdict: Verdic
     r = gap.timer_ns / (own + max(fe, 0.0))
     within = abs(r - 1.0) <= tolerance
     return r if within != (verdict is Verdict.OK) else None
+
+
+def other_clock(
+    b: BenchmarkResult, candidates: Sequence[tuple[float, str, str]], tolerance: float
+) -> tuple[float, str] | None:
+    """The ratio at another clock the loop may have run at, where it falls on the other side of
+    the tolerance from the verdict, and a note saying so; None where every candidate agrees.
+
+    ``candidates`` are clocks measured for this loop that the verdict did not use, as (Hz, where
+    measured, why it was not used): the clock run's where the loop changed pace there, the nsys
+    pass's where nsys slowed the loop. Neither is known to be the plain pass's clock, and neither
+    is the one the verdict used more surely than the other: a verdict that changes between them
+    cannot be trusted to the tolerance. ncu's kernels are carried to each with their clock
+    elasticities (``gap.inputs.at_clock``), the timing is the one the verdict's ratio holds."""
+    if b.clock_unresolved_ratio is not None or b.ratio is None or not b.ncu_at_ratio_ns or b.ncu is None:
+        return None
+    if b.verdict in (Verdict.NO_NCU, Verdict.NO_DATA, Verdict.NO_TIMER) or not b.ncu.kernels:
+        return None
+    t_ns = b.ratio * b.ncu_at_ratio_ns
+    used = b.ratio_clock_hz
+    per = list(by_iteration(b.ncu).values())
+    for hz, source, why in candidates:
+        if not hz > 0 or (used and abs(hz / used - 1.0) < 0.005):
+            continue
+        at = median_or_none([sum(at_clock(k, hz) for k in ks) for ks in per])
+        if not at:
+            continue
+        r = t_ns / at
+        if (abs(r - 1.0) <= tolerance) == (b.verdict is Verdict.OK):
+            continue
+        at_used = f"at {_ghz(used)}" if used else "at ncu's own clocks"
+        return r, (
+            f"the loop's clock in the plain pass is not known to {tolerance:.0%}: {why}; at that clock "
+            f"({_ghz(hz)}, {source}) ncu's kernels take {_us(at)} per call and the timing reads {r:.2f}x, on the "
+            f"other side of the {tolerance:.0%} tolerance from the {b.ratio:.2f}x {at_used} the verdict used: "
+            f"the verdict cannot be trusted to {tolerance:.0%} (--clock-ref HZ with the clock you know settles it)"
+        )
+    return None
 
 
 def disagreement(ncu: NcuStats | None, nsys: NsysStats | None) -> Cause | None:

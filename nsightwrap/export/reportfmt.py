@@ -293,12 +293,14 @@ def spread(b: BenchmarkResult) -> str:
 
 def noisy_text(b: BenchmarkResult) -> str:
     """Why the verdict cannot be trusted to the tolerance, else ``""``: ``noisy: IQR 18.4%`` for
-    samples that spread wider than it, ``clock unresolved: 1.15x at the loop's clock`` where the
-    ratio is at ncu's own clock and the kernels' own durations in the loop put it across."""
+    samples that spread wider than it, ``clock unresolved: 1.15x at another measured clock`` where
+    a clock measured for the loop that the verdict did not use puts the ratio across (the
+    kernels' own durations in the loop, where its measured clock was contradicted; the clock run's
+    or the nsys pass's clock, where neither is known to be the plain pass's)."""
     sp = b.timer.spread if b.timer is not None else None
     marks = [f"noisy: IQR {sp:.1%}"] if b.noisy and sp is not None else []
     if b.clock_unresolved_ratio is not None:
-        marks.append(f"clock unresolved: {b.clock_unresolved_ratio:.2f}x at the loop's clock")
+        marks.append(f"clock unresolved: {b.clock_unresolved_ratio:.2f}x at another measured clock")
     return "; ".join(marks)
 
 
