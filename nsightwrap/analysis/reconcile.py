@@ -177,10 +177,10 @@ def other_clock(
 
     ``candidates`` are clocks measured for this loop that the verdict did not use, as (Hz, where
     measured, why it was not used): the clock run's where the loop changed pace there, the nsys
-    pass's where nsys slowed the loop. Neither is known to be the plain pass's clock, and neither
-    is the one the verdict used more surely than the other: a verdict that changes between them
-    cannot be trusted to the tolerance. ncu's kernels are carried to each with their clock
-    elasticities (``gap.inputs.at_clock``), the timing is the one the verdict's ratio holds."""
+    pass's where nsys slowed the loop. None of them, nor the clock the verdict used, is known to
+    be the plain pass's: a verdict that changes between them cannot be trusted to the tolerance.
+    ncu's kernels are carried to each with their clock elasticities (``gap.inputs.at_clock``);
+    the timing is the one the verdict's ratio holds."""
     if b.clock_unresolved_ratio is not None or b.ratio is None or not b.ncu_at_ratio_ns or b.ncu is None:
         return None
     if b.verdict in (Verdict.NO_NCU, Verdict.NO_DATA, Verdict.NO_TIMER) or not b.ncu.kernels:

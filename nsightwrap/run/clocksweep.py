@@ -104,8 +104,9 @@ def cover_argv(
     """The coverage pass's argv: the ncu pass's at ``--clock-control none`` with ``BASE_METRICS``
     only, writing to ``report_base``, its NVTX filter replaced by the iteration ranges of
     ``benchmarks`` (``(range path, iteration prefix)``: ``contract.ncu_benchmarks_filter``, one
-    filter per NVTX domain, names regex-escaped) and no per-launch-config cap, so that every launch in those ranges is profiled;
-    None where the user's own ncu arguments choose the clock control."""
+    filter per NVTX domain, names regex-escaped) and no per-launch-config cap, so that every
+    launch in those ranges is profiled; None where the user's own ncu arguments choose the clock
+    control."""
     argv = sweep_argv(ncu_pass_argv, report_base, "none")
     if argv is None or not benchmarks:
         return None
