@@ -161,7 +161,12 @@ def table(name: str, rs: list[dict[str, Any]]) -> str:
     clocked = sum(r["clock_src"] not in ("ncu's own", "-") for r in rs)
     no_ncu = sum(r["verdict"] == "no ncu" for r in rs)
     parts_flag = sum(r["check"].startswith("DIFFERS (flagged on its error parts") for r in judged)
-    also = f" ({parts_flag} more flagged within the tolerance on error parts nsys confirms)" if parts_flag else ""
+    marked = sum(r["check"].endswith("(marked: clock unresolved)") for r in judged)
+    also = "".join([
+        f"; {parts_flag} more flagged within the tolerance on error parts nsys confirms" if parts_flag else "",
+        f"; {marked} more marked `clock unresolved`: a clock measured for the loop turns them" if marked else "",
+    ])
+    also = f" ({also[2:]})" if also else ""
     lines += ["", f"{len(rs)} benchmarks: verdict agrees with ncu at the clock on {agree} of {len(judged)} judged{also}; "
               f"clock measured for {clocked}; `no ncu` {no_ncu}; {summary(c)}", ""]  # fmt: skip
     return "\n".join(lines)
