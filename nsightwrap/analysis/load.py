@@ -63,7 +63,7 @@ from nsightwrap.analysis.ncusample import (
     kernel_cap,
     ncu_stats_sampled,
 )
-from nsightwrap.analysis.plainclock import plain_pass_clocks, same_pace
+from nsightwrap.analysis.plainclock import plain_pass_clocks, refused, same_pace
 from nsightwrap.analysis.power import attach_power
 from nsightwrap.analysis.reconcile import BenchmarkSpec, other_clock, reconcile_all, specs_from_nvtx
 from nsightwrap.analysis.roofline import attach_rooflines, find_roofs
@@ -196,10 +196,7 @@ def analyze(
         plain_ns = [s.timer.median_ns if s.timer else None for s in specs]
         clock_run_ns = _pass_timings(clock_docs)
         in_plain, pace_notes = same_pace(sampled, paths, plain_ns, clock_run_ns)
-        for path, c, kept, pn in zip(paths, sampled, in_plain, plain_ns, strict=True):
-            if c is not None and kept is None and pn and clock_run_ns.get(path):
-                why = f"the clock run, which measured a clock for it, timed the loop {clock_run_ns[path] / pn:.2f}x the plain pass"
-                others.setdefault(path, []).append((c.mean_hz, c.source, why))
+        others = {path: [c] for path, c in refused(sampled, in_plain, paths, plain_ns, clock_run_ns).items()}
     clocks, refs = benchmark_clocks(specs, found, nsys, nsys_timers, ref_choice, env, manifest, plain_hz, in_plain)
     for path, c, (ref_hz, _) in zip(paths, clocks, refs, strict=True):
         if c is not None and c.slowdown is not None and ref_hz != c.mean_hz:

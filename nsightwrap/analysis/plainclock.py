@@ -166,3 +166,23 @@ def same_pace(
             out.append(c)
             notes.append(())
     return out, notes
+
+
+def refused(
+    clocks: Sequence[MeasuredClock | None],
+    kept: Sequence[MeasuredClock | None],
+    paths: Sequence[str],
+    plain_ns: Sequence[float | None],
+    clock_run_ns: Mapping[str, float],
+) -> dict[str, tuple[float, str, str]]:
+    """The clocks measured in the clock run that ``same_pace`` did not keep (``kept``) because the
+    loop changed pace there, by NVTX path, as (Hz, where measured, why not kept): another clock
+    the loop may have run at (``reconcile.other_clock``)."""
+    out: dict[str, tuple[float, str, str]] = {}
+    for c, k, path, pn in zip(clocks, kept, paths, plain_ns, strict=True):
+        cn = clock_run_ns.get(path)
+        if c is not None and k is None and pn and cn:
+            why = f"the clock run, which measured a clock for it, timed the loop {cn / pn:.2f}x the plain pass"
+            out[path] = (c.mean_hz, c.source, why)
+    return out
+
